@@ -653,7 +653,21 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     w = est_div_up(cx->stored_weight_bytes, t);
     w = gm_add_sat(w,
                    est_vllm_mxfp4_marlin_pad_bytes(m, j->gpu.sm, j->stack.vllm, t, j->parallel.ep));
-    w = gm_add_sat(w, est_vllm_mxfp4_triton_bytes(m, j->gpu.sm, j->stack.vllm, t, j->parallel.ep));
+    {
+        uint64_t triton =
+            est_vllm_mxfp4_triton_bytes(m, j->gpu.sm, j->stack.vllm, t, j->parallel.ep);
+        w = gm_add_sat(w, triton);
+        /* which kernels vLLM takes depends on the install: Marlin without triton_kernels */
+        if (triton)
+            est_assume(
+                e,
+                "vLLM: MXFP4 experts in triton_kernels' layout, the checkpoint's scales "
+                "kept beside the swizzled copies (+%.2f GiB a GPU); without triton_kernels "
+                "installed vLLM takes Marlin (+%.2f GiB)",
+                (double)triton / (double)GM_GIB,
+                (double)est_vllm_mxfp4_marlin_pad_bytes(m, 80, j->stack.vllm, t, j->parallel.ep) /
+                    (double)GM_GIB);
+    }
     if (pp > 1) {
         /* the stage with the most layers and the larger end (embedding, or lm_head) */
         uint64_t ends = gm_mul_div_u64(w, cx->pc.embedding + cx->pc.lm_head, n ? n : 1);

@@ -856,6 +856,13 @@ static void test_vllm_mxfp4_marlin_padding(void **state)
     assert_int_equal(marlin - triton,
                      (2944ull * 3072 - 2880 * 2880) * 3 * 128 * 36 * 17 / 32 -
                          est_vllm_mxfp4_triton_bytes(m, 90, GM_VERSION(0, 11, 0), 1, 1));
+    /* the layout depends on the install: the estimate says which it took and the other */
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
+    run(&j, &est);
+    assert_true(assumed(est, "(+3.53 GiB a GPU); without triton_kernels installed vLLM takes "
+                             "Marlin (+5.13 GiB)"));
+    gm_estimate_free(est);
+    est = NULL;
 }
 
 /* vLLM's Triton layout of MXFP4 experts on Hopper from 0.11 keeps the checkpoint's scales
