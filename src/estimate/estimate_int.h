@@ -400,6 +400,9 @@ uint64_t est_vllm_indexer_bytes(const struct gm_model *m);
  * vLLM keeps the checkpoint's shapes or the layout is not modelled. */
 uint64_t est_vllm_mxfp4_marlin_pad_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
                                          uint64_t tp, uint64_t ep);
+/* what vLLM's Triton layout of MXFP4 experts adds on Hopper from 0.11 (stage_engine.c) */
+uint64_t est_vllm_mxfp4_triton_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
+                                     uint64_t tp, uint64_t ep);
 /* What vLLM's log prints as its KV cache size in tokens for a pool of 'pool' bytes in blocks
  * of 'block' tokens: 'tokens' (the pool's tokens at the bytes a request really holds) unless
  * the model mixes sliding-window or chunked layers with full attention, where from vLLM 0.10
