@@ -452,6 +452,8 @@ struct gm_job_stack {
     uint32_t vllm;                 /* vLLM: how determine_available_memory budgets the KV cache */
     uint32_t bitsandbytes;         /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
                                       the 8-bit optimizers quantise in blocks of 2048, not 256 */
+    uint32_t torch;                /* PyTorch: before 2.0 a for-loop optimizer step and
+                                      zero_grad() to zeros by default */
 };
 
 /* The GPU the fit is judged on. */

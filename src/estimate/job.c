@@ -377,6 +377,12 @@ static enum gm_status set_transformers_version(struct gm_job *j, const union gm_
     return parse_version("transformers-version", v->text, &j->stack.transformers, err);
 }
 
+static enum gm_status set_torch_version(struct gm_job *j, const union gm_job_value *v,
+                                        struct gm_error *err)
+{
+    return parse_version("torch-version", v->text, &j->stack.torch, err);
+}
+
 static enum gm_status set_vllm_version(struct gm_job *j, const union gm_job_value *v,
                                        struct gm_error *err)
 {
@@ -797,6 +803,11 @@ static const struct gm_job_setting settings[] = {
         TEXT_FN("bitsandbytes-version", "V",
                 "bitsandbytes (QLoRA's saved inputs, 8-bit optimizer blocks; default current)",
                 TRAIN, set_bnb_version),
+    [EST_SET_TORCH_VERSION] =
+        TEXT_FN("torch-version", "V",
+                "PyTorch (before 2.0: for-loop optimizer step, zero_grad() to zeros; default "
+                "current)",
+                TRAIN, set_torch_version),
     /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     [EST_SET_QUANT] =
         {"quant", GM_JOB_CHOICE, NULL,
@@ -1316,6 +1327,17 @@ void est_job_resolve(struct gm_job *j)
         j->memory.loss == GM_LOSS_FULL && est_preset_set(j, EST_SET_LOSS) &&
         (!j->stack.preset_version || j->stack.preset_version >= GM_VERSION(0, 1, 0)))
         j->memory.loss = GM_LOSS_COMPILED;
+    /* PyTorch before 2.0: with neither foreach nor fused given, torch.optim's optimizers ran
+     * the for-loop step (2.0 made foreach the default on CUDA: pytorch/pytorch PR #92306, and
+     * #95862 for nn.Parameter lists), and Optimizer.zero_grad() zeroed the gradients in place
+     * (set_to_none default False until PR #92731, in 2.0), so they stay allocated between
+     * steps.  An option given, or a stack preset's, wins. */
+    if (j->mode == GM_EST_TRAIN && j->stack.torch && j->stack.torch < GM_VERSION(2, 0, 0)) {
+        if (!est_given(j, EST_SET_OPTIMIZER_IMPL) && !est_preset_set(j, EST_SET_OPTIMIZER_IMPL))
+            j->numerics.optim_impl = GM_OPTIM_FOR_LOOP;
+        if (!est_given(j, EST_SET_ZERO_GRAD) && !est_preset_set(j, EST_SET_ZERO_GRAD))
+            j->numerics.zero_grad = GM_ZERO_GRAD_ZEROS;
+    }
     /* DeepSpeed's estimator is about ZeRO-3 unless a stage is named. */
     if (j->method == GM_METHOD_DEEPSPEED && j->parallel.shard == GM_SHARD_NONE &&
         !est_given(j, EST_SET_ZERO))
