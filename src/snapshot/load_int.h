@@ -285,12 +285,11 @@ struct builder {
     struct dm_entry words[1 << DM_BITS]; /* string value -> enum word */
     struct interner in;
     struct trace_reader tr;
-    struct snap_consumer consumers[SNAP_MAX_CONSUMERS]; /* of every device trace's events */
+    struct gm_snapshot_consumer consumers[SNAP_MAX_CONSUMERS]; /* of every device trace */
     size_t n_consumers;
-    uint64_t fold_limit; /* bytes the timeline's fold of one trace may hold */
-    bool drop_events;    /* gm_snapshot_opts.drop_events, or timeline_only: keep no event */
-    bool fold_only;      /* timeline_only (without drop_events): the device traces are folded */
-    bool limit_given;    /* the memory limit is the caller's, not the default */
+    bool drop_events; /* gm_snapshot_opts.drop_events, or timeline_only: keep no event */
+    bool fold_only;   /* timeline_only (without drop_events): the device traces are folded */
+    bool limit_given; /* the memory limit is the caller's, not the default */
     /* generation evidence */
     bool any_history, any_block_frames, any_seg_g2, any_time, any_compile_ctx, any_user_meta,
         any_g9, settings_g7, settings_cuda, settings_generic_conf;
@@ -388,7 +387,7 @@ void snap_ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e);
 void snap_ev_sums_merge(struct ev_sums *s, const struct ev_sums *o);
 /* The consumers of every device trace's events: the timeline's fold where the load keeps
  * the events or folds them (timeline_only), then 'caller' (NULL: none). */
-void snap_trace_consumers_init(struct builder *b, const struct snap_consumer *caller);
+void snap_trace_consumers_init(struct builder *b, const struct gm_snapshot_consumer *caller);
 void snap_trace_reader_release(struct trace_reader *tr);
 /* The events of device_traces[i], list 'v' (streamed or not), into trace 'w'. */
 enum gm_status snap_read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writer *w,

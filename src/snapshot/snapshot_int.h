@@ -81,22 +81,31 @@ size_t snap_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_even
  * instead, with the same per-event code, so no result depends on which path ran. */
 struct gm_snapshot_packed;
 struct snap_consumer_ops {
-    /* The consumer of device 'index''s trace, whose events go to packed trace 'pk' (what
-     * it may keep with the trace), or NULL (none wanted; out of memory). */
-    void *(*open)(void *ctx, uint32_t index, struct gm_snapshot_packed *pk);
+    /* The consumer of device 'index''s trace, holding at most 'limit' bytes (0: no limit),
+     * whose events go to packed trace 'pk', or NULL (none wanted; out of memory).  What it
+     * keeps for after the load it leaves in 'pk' (gm_snapshot_packed.fold for the
+     * timeline's fold, .consumed for another), which gm_snapshot_free() releases. */
+    void *(*open)(void *ctx, uint32_t index, uint64_t limit, struct gm_snapshot_packed *pk);
     /* The trace's next 'n' events. */
     void (*events)(void *state, const struct gm_snapshot_event *ev, size_t n);
     /* No more events come: the trace is to be read after the load instead. */
     void (*abandon)(void *state);
+    /* Release the state (with its snapshot, unless taken before: snap_consumed_take()). */
+    void (*release)(void *state);
 };
 
-struct snap_consumer {
+/* What gm_snapshot_opts.consumer points to. */
+struct gm_snapshot_consumer {
     const struct snap_consumer_ops *ops;
     void *ctx;
 };
 
 /* Consumers a load may have: the timeline's fold and one the caller supplies. */
 #define SNAP_MAX_CONSUMERS 2
+
+/* The state a consumer of 'ops' left with device 'd''s trace, now the caller's (to
+ * ops->release()), or NULL when none is there (none was made, or it was taken before). */
+void *snap_consumed_take(const struct gm_snapshot_device *d, const struct snap_consumer_ops *ops);
 
 /* ---- the timeline folded into loading (timeline.c) ----
  * A fold takes a trace's events as the loader commits them (a consumer, above), then the
@@ -106,9 +115,8 @@ struct snap_consumer {
  * instead. */
 struct snap_fold;
 void snap_fold_free(struct snap_fold *f);
-/* The fold as a consumer of the loaded events (ctx: a uint64_t, the most bytes it may hold;
- * 0: no limit; past it the fold gives up); it keeps itself in the packed trace
- * (gm_snapshot_packed.fold). */
+/* The fold as a consumer of the loaded events (past its limit it gives up); it keeps itself
+ * in the packed trace (gm_snapshot_packed.fold). */
 extern const struct snap_consumer_ops snap_fold_consumer;
 void snap_fold_finish(struct snap_fold *f, const struct gm_snapshot *snap,
                       const struct gm_snapshot_device *d);
@@ -140,6 +148,9 @@ struct gm_snapshot_packed {
     size_t n_cps;
     size_t n_events;
     struct snap_fold *fold; /* the timeline folded while loading (timeline.c), or NULL */
+    /* what the caller's consumer kept of this trace (snap_consumed_take()), or NULL */
+    void *consumed;
+    const struct snap_consumer_ops *consumed_ops;
 };
 
 /* Packs the events of one trace as they are made (a growing gm_big array). */

@@ -428,12 +428,13 @@ static GM_INLINE_ALWAYS bool fold_event(struct snap_fold *f, const struct gm_sna
     return true;
 }
 
-static void *fold_open(void *ctx, uint32_t index, struct gm_snapshot_packed *pk)
+static void *fold_open(void *ctx, uint32_t index, uint64_t limit, struct gm_snapshot_packed *pk)
 {
     struct snap_fold *f = gm_malloc(sizeof(*f));
+    (void)ctx;
     (void)index;
     if (f)
-        fold_init(f, gm_budget_make(*(const uint64_t *)ctx, 0), true);
+        fold_init(f, gm_budget_make(limit, 0), true);
     pk->fold = f;
     return f;
 }
@@ -460,7 +461,13 @@ static void fold_abandon(void *state)
     fold_give_up(state);
 }
 
-const struct snap_consumer_ops snap_fold_consumer = {fold_open, fold_events, fold_abandon};
+static void fold_release(void *state)
+{
+    snap_fold_free(state);
+}
+
+const struct snap_consumer_ops snap_fold_consumer = {fold_open, fold_events, fold_abandon,
+                                                     fold_release};
 
 /* One allocation alive at the peak into the fold's live list. */
 static bool fold_live(struct snap_fold *f, const struct gm_snapshot *snap, const struct pend *p)

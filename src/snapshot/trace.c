@@ -399,18 +399,17 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
  * provisionally every FOLD_BATCH_MAX events, and the consumers are abandoned: their work
  * is done from the stored trace after the load.  The fold may hold at most this share of
  * the snapshot's memory limit (a file can describe huge numbers of allocations cheaply);
- * past it the timeline walks the trace, within the limit, as without a fold. */
+ * past it the timeline walks the trace, within the limit, as without a fold.  Every
+ * consumer has the same share. */
 #define FOLD_BATCH_MAX 4096
 #define FOLD_SHARE     8
 
-void snap_trace_consumers_init(struct builder *b, const struct snap_consumer *caller)
+void snap_trace_consumers_init(struct builder *b, const struct gm_snapshot_consumer *caller)
 {
     b->n_consumers = 0;
-    b->fold_limit = b->arena->cap / FOLD_SHARE;
     if (!b->drop_events || b->fold_only)
-        b->consumers[b->n_consumers++] =
-            (struct snap_consumer){&snap_fold_consumer, &b->fold_limit};
-    if (caller)
+        b->consumers[b->n_consumers++] = (struct gm_snapshot_consumer){&snap_fold_consumer, NULL};
+    if (caller && !b->drop_events)
         b->consumers[b->n_consumers++] = *caller;
 }
 
@@ -423,7 +422,8 @@ static struct stream *stream_of(struct builder *b, uint32_t index)
         str->w.count_only = b->drop_events;
         /* a consumer that cannot be made (out of memory) leaves its work to the stored trace */
         for (size_t i = 0; i < b->n_consumers; i++)
-            str->consumer[i] = b->consumers[i].ops->open(b->consumers[i].ctx, index, &str->w.pk);
+            str->consumer[i] = b->consumers[i].ops->open(b->consumers[i].ctx, index,
+                                                         b->arena->cap / FOLD_SHARE, &str->w.pk);
     }
     return *sp;
 }
