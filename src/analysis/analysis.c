@@ -388,6 +388,27 @@ static GM_INLINE_ALWAYS uint8_t raw_rule_phase(struct raw_rule *r, uint32_t stac
     return raw;
 }
 
+/* A new allocation of event 'e' at the end of arr[0..*n) (the stream from 'snap', its extra
+ * id while loading), or NULL when it cannot be kept (s->stop). */
+static GM_INLINE_ALWAYS struct gm_analysis_alloc *
+scan_push(struct scan *s, struct gm_analysis_alloc **arr, size_t *n, size_t *cap,
+          const struct gm_snapshot_event *e, const struct gm_snapshot *snap)
+{
+    struct gm_analysis_alloc *a;
+    if (*n >= (size_t)0x7fffffff) {
+        s->stop = SCAN_TOO_MANY;
+        return NULL;
+    }
+    if (*n == *cap && !scan_grow(s, (void **)arr, cap, *n + 1, sizeof(**arr)))
+        return NULL;
+    a = &(*arr)[(*n)++];
+    alloc_init(a);
+    a->addr = e->addr;
+    a->bytes = e->size;
+    a->stream = snap ? gm_snapshot_event_stream(snap, e) : e->extra;
+    return a;
+}
+
 /* Event k into the scan.  'snap' and 'rule' while walking (the stream and the raw phase
  * made at once, into phase[]), NULL while loading (the extra id and the stack kept).
  * False when it stops (s->stop). */
@@ -397,13 +418,13 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
 {
     s->has_frames |= e->stack != 0;
     s->n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
-    if (k == 0)
+    if (!rule && k == 0) /* (the walk starts from the first event's time) */
         s->last_t = s->t0 = e->time_us;
     if (s->dt) {
         /* (an event without a time drops them after the pass) */
         uint64_t d = (uint64_t)e->time_us - (uint64_t)s->last_t;
         s->last_t = e->time_us;
-        if (k >= s->cap_dt) {
+        if (!rule && k >= s->cap_dt) { /* (the walk's has room for every event) */
             s->budget.over = false;
             s->dt = gm_vec_grow(s->dt, &s->cap_dt, k + 1, sizeof(uint16_t), GM_VEC_BIG, &s->budget);
             if (k >= s->cap_dt)
@@ -435,19 +456,9 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
     }
     switch (e->action) {
     case GM_ACTION_ALLOC: {
-        struct gm_analysis_alloc *a;
-        if (s->n_trace >= (size_t)0x7fffffff) {
-            s->stop = SCAN_TOO_MANY;
+        struct gm_analysis_alloc *a = scan_push(s, &s->trace, &s->n_trace, &s->cap_trace, e, snap);
+        if (!a)
             return false;
-        }
-        if (s->n_trace == s->cap_trace &&
-            !scan_grow(s, (void **)&s->trace, &s->cap_trace, s->n_trace + 1, sizeof(*s->trace)))
-            return false;
-        a = &s->trace[s->n_trace++];
-        alloc_init(a);
-        a->addr = e->addr;
-        a->bytes = e->size;
-        a->stream = snap ? gm_snapshot_event_stream(snap, e) : e->extra;
         a->alloc_event = (int32_t)k;
         a->stack = e->stack;
         if (!gm_map_put(&s->map, e->addr, s->n_trace - 1)) {
@@ -477,19 +488,10 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
             if (!s->diff_only)
                 s->free_of[s->n_free_of++] = i;
         } else {
-            struct gm_analysis_alloc *a;
-            if (s->n_early >= (size_t)0x7fffffff) {
-                s->stop = SCAN_TOO_MANY;
+            struct gm_analysis_alloc *a =
+                scan_push(s, &s->early, &s->n_early, &s->cap_early, e, snap);
+            if (!a)
                 return false;
-            }
-            if (s->n_early == s->cap_early &&
-                !scan_grow(s, (void **)&s->early, &s->cap_early, s->n_early + 1, sizeof(*s->early)))
-                return false;
-            a = &s->early[s->n_early++];
-            alloc_init(a);
-            a->addr = e->addr;
-            a->bytes = e->size;
-            a->stream = snap ? gm_snapshot_event_stream(snap, e) : e->extra;
             a->free_event = (int32_t)k;
             a->free_has_stack = e->stack != 0;
             if (!s->diff_only)
@@ -689,9 +691,15 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             else
                 gm_budget_give(&s.budget, gm_budget_bytes(n, sizeof(uint16_t)));
         }
+        /* the rule's position in the step ranges in a copy whose address no call takes:
+         * kept in registers while phase[] is written */
+        struct raw_rule walk_rule = rule;
+        uint8_t *phase = w->phase;
+        struct gm_snapshot_event first;
+        s.last_t = s.t0 = gm_snapshot_event_at(sd, 0, &first) ? first.time_us : 0;
         gm_snapshot_cursor_init(&c, sd, 0);
         while ((e = gm_snapshot_cursor_next(&c)) != NULL)
-            if (!scan_event(&s, c.index, e, snap, &rule, w->phase))
+            if (!scan_event(&s, c.index, e, snap, &walk_rule, phase))
                 goto stopped;
         s.n = n;
     }
