@@ -3,10 +3,12 @@
  * event a phase, find the iterations, classify every allocation, build the per-category
  * series, find leaks and compute fragmentation at the peak and at each oom.
  *
- * Order of the work for one device (one pass reads the whole trace in order with a
- * cursor; the per-event work is O(1): the run and iteration of an allocation by stepping
- * forward, of any other event through ana_index, never a search):
- *   1. one pass: allocations (alloc -> free_completed by address, as gm_snapshot_timeline()
+ * Order of the work for one device (one pass reads the whole trace in order; the
+ * per-event work is O(1): the run and iteration of an allocation by stepping forward, of
+ * any other event through ana_index, never a search):
+ *   1. one pass, on the events as the loader commits them when the load was given
+ *      gm_analysis_first_pass(), else with a cursor over the stored trace ("step 1" below):
+ *      allocations (alloc -> free_completed by address, as gm_snapshot_timeline()
  *      does, with the allocation each free_completed ends kept in trace order), the raw
  *      phase of each event from its stack (classify.c), the oom events, the segment
  *      events for the layout history (layout.c builds it from them in step 6) and the
