@@ -325,6 +325,8 @@ struct gm_job_parallel {
     bool offload_params;      /* ZeRO-3 / FSDP parameters on the CPU */
     uint64_t tp;              /* tensor-parallel degree, 1 */
     uint64_t pp;              /* pipeline stages (training, 1F1B schedule), 1 */
+    uint64_t cp;              /* context-parallel degree (training: each rank holds seq / cp
+                                 tokens, ring attention), 1 */
     bool sequence_parallel;   /* Megatron sequence parallelism (with tp > 1) */
     uint64_t bucket_elements; /* ZeRO reduce/all-gather bucket, elements (5e8 DeepSpeed) */
     bool ddp_bucket_view;     /* DDP gradient_as_bucket_view=True (no bucket copy) */
@@ -450,6 +452,8 @@ struct gm_job_stack {
     uint32_t vllm;                 /* vLLM: how determine_available_memory budgets the KV cache */
     uint32_t bitsandbytes;         /* before 0.43.2 the 4-bit matmul keeps its input; before 0.44
                                       the 8-bit optimizers quantise in blocks of 2048, not 256 */
+    uint32_t torch;                /* PyTorch: before 2.0 a for-loop optimizer step and
+                                      zero_grad() to zeros by default */
 };
 
 /* The GPU the fit is judged on. */

@@ -64,6 +64,11 @@ static const struct stack_row rows[] = {
      TT TT_CF "AdamW foreach: False, v0.2.1 and v0.3.0"},
     {GM_STACK_TORCHTUNE, EST_SET_OPTIMIZER_IMPL, V(0, 4, 0), 0, "fused",
      TT TT_CF "AdamW fused: True, v0.4.0 03a4b1e to v0.6.1"},
+    /* QLoRA without PEFT: the model is built in the recipe's dtype and only the linears
+     * become NF4 (FrozenNF4Linear or LoRALinear(quantize_base=True)); the embedding, the
+     * tied output and the norms stay bf16 */
+    {GM_STACK_TORCHTUNE, EST_SET_NO_FP32_UPCAST, 0, 0, "true",
+     TT "1814feb models/llama3_2/_component_builders.py: nn.Embedding, RMSNorm in bf16"},
     {GM_STACK_TORCHTUNE, EST_SET_FSDP_VERSION, 0, V(0, 3, 0), "1",
      TT "v0.2.1 full_finetune_distributed.py: FullyShardedDataParallel FULL_SHARD"},
     {GM_STACK_TORCHTUNE, EST_SET_FSDP_VERSION, V(0, 3, 0), 0, "2",

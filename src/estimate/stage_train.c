@@ -46,8 +46,10 @@ bool est_eager_scores(const struct gm_job *job)
 
 double est_tokens(const struct gm_job *j)
 {
+    /* context parallelism: each rank holds seq / cp tokens of every sequence */
+    double cp = j->parallel.cp > 1 ? (double)j->parallel.cp : 1.0;
     return j->workload.tokens ? (double)j->workload.tokens
-                              : (double)j->workload.batch * (double)j->workload.seq;
+                              : (double)j->workload.batch * (double)j->workload.seq / cp;
 }
 
 unsigned est_gradient_phases(const struct gm_job *j)
@@ -334,7 +336,7 @@ double est_layer_backward_per_token(const struct gm_model *m, const struct est_l
         mlp = ea * width * 2.0;
     if (c->eager)
         scores = (double)m->n_heads * (double)c->seq * (4.0 + ea);
-    attn = ea * (g.q + g.o_in + g.k + g.v) + scores;
+    attn = ea * (g.q + g.o_in + g.k + g.v) + scores + c->ring_bwd;
     if (seq2)
         *seq2 = mlp > attn ? 0.0 : scores;
     /* the gradient of the residual stream flows beside them */
@@ -688,6 +690,27 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         }
         return;
     case GM_LOSS_CHUNKED:
+        if (j->memory.compile) {
+            /* torchtune's compile flag compiles each chunk's upcast and cross-entropy
+             * (training/_compile.py compile_loss: loss.compute_cross_entropy =
+             * torch.compile(...), v0.3.0 651a730 to v0.6.1 a6290a5; LinearCrossEntropyLoss's
+             * apply_compile_strategy after): as under --loss compiled, Inductor keeps each
+             * chunk's 16-bit logits as the saved input with a log-sum-exp per token, no fp32
+             * log-softmax, and a chunk's backward writes a new 16-bit gradient beside them.
+             * Autograd runs every chunk's loss backward before the projections' (they were
+             * recorded last: engine.cpp's ready queue takes the highest sequence number), each
+             * releasing its saved chunk as its gradient is made, so the logits and their
+             * gradients together stay one chunk above the logits */
+            out->bytes = ea * nv * (1.0 + 1.0 / C) + 4.0 * T + (cap > 0 ? ea * T * h : 0);
+            out->grad = ea * nv / C;
+            snprintf(out->note, sizeof out->note,
+                     "%g compiled chunks: every chunk's 16-bit logits kept, one chunk's new "
+                     "gradient",
+                     C);
+            out->what = "chunked cross-entropy, each chunk's loss compiled (torchtune "
+                        "compile_loss): the 16-bit logits kept, no fp32 copies";
+            return;
+        }
         /* every chunk's fp32 log-softmax is kept; one chunk's logits, upcast and gradients
          * exist at a time (torchtune LinearCrossEntropyLoss) */
         out->bytes = 4.0 * nv + (ea != 4.0 ? 8.0 + ea : 8.0) * nv / C + (cap > 0 ? ea * T * h : 0);
@@ -1141,6 +1164,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     /* The gradients of one layer's activations during its backward (selective
      * checkpointing recomputes the eager scores there: their gradients remain). */
     lc.eager = j->memory.attention == GM_ATTN_EAGER;
+    lc.ring_bwd = est_ring_attention_per_token(j, m, true);
     bwd = est_layer_backward_per_token(m, &lc, &bwd_seq2) * T;
     if (j->memory.float8)
         bwd += float8_backward_casts(m, T);
@@ -1220,6 +1244,12 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                          "they coexist with activations"
                        : "freed by zero_grad(set_to_none=True) (PyTorch "
                          ">= 2.0), allocated during backward");
+    if (j->stack.torch && j->stack.torch < GM_VERSION(2, 0, 0))
+        est_assume(e,
+                   "PyTorch %u.%u (--torch-version): before 2.0 torch.optim steps with a for-loop "
+                   "unless foreach or fused is given, and zero_grad() zeroes the gradients "
+                   "(set_to_none=False)",
+                   (unsigned)(j->stack.torch >> 16), (unsigned)((j->stack.torch >> 8) & 255));
     if (j->memory.fused_kernels)
         est_assume(e, "fused kernels:%s%s%s%s (Liger-Kernel / unsloth): they save less per layer",
                    (j->memory.fused_kernels & GM_FUSED_RMS_NORM) ? " RMSNorm" : "",

@@ -91,6 +91,9 @@ static void test_techniques_change_their_kinds(void **state)
          K(GM_KIND_ACTIVATIONS) | K(GM_KIND_BACKWARD_TEMP)},
         {"llama-3-8b", TRAIN8B, "--fused-kernels rope", 0}, /* forward temporaries only */
         {"llama-3-8b", TRAIN8B, "--compile", K(GM_KIND_ACTIVATIONS) | K(GM_KIND_BACKWARD_TEMP)},
+        /* torchtune compiles its chunked loss with the layers */
+        {"llama-3-8b", TRAIN8B " --loss chunked", "--compile",
+         K(GM_KIND_ACTIVATIONS) | K(GM_KIND_BACKWARD_TEMP) | K(GM_KIND_LOGITS)},
         /* packing: the same tokens change nothing; more tokens scale the per-token terms */
         {"llama-3-8b", "--train --seq 4096", "--tokens-per-batch 4096", 0},
         {"llama-3-8b", "--train --seq 4096", "--tokens-per-batch 16384",
@@ -179,6 +182,15 @@ static void test_loss_sizes(void **state)
     /* torchtune's chunked cross-entropy: 4 B per logit kept plus one chunk's 10 B */
     run("llama-3-8b", TRAIN8B " --loss chunked", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
+    /* the same chunks with each chunk's loss compiled (torchtune's compile_loss): the 16-bit
+     * logits kept by the compiled graphs, one chunk's new 16-bit gradient beside them and a
+     * log-sum-exp per token, no fp32 copy; with 16 chunks the gradient is half as large */
+    run("llama-3-8b", TRAIN8B " --loss chunked --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     2 * T * V + 2 * T * V / 8 + 4 * T);
+    run("llama-3-8b", TRAIN8B " --loss chunked --loss-chunks 16 --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     2 * T * V + 2 * T * V / 16 + 4 * T);
     /* a cross-entropy kernel on the bf16 logits: 2 B per logit and a logsumexp per token */
     run("llama-3-8b", TRAIN8B " --loss fused", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
@@ -434,6 +446,79 @@ static void test_stack_presets(void **state)
     assert_int_equal(gm_job_set(&j, "stack", "torchtune@x", &err), GM_ERR_INVALID);
     assert_int_equal(gm_job_set(&j, "stack", "tune", &err), GM_ERR_INVALID);
     assert_non_null(strstr(err.msg, "torchtitan"));
+}
+
+/* torchtune's QLoRA builds the model in bf16 and turns only the linears into NF4
+ * (models/llama3_2/_component_builders.py at 1814feb: FrozenNF4Linear / LoRALinear with
+ * quantize_base; nn.Embedding, the tied output and RMSNorm stay bf16): no PEFT
+ * prepare_model_for_kbit_training, so the rest of Llama-3.2-3B's frozen base is 2 B per
+ * parameter, not 4: the tied embedding (128256 x 3072) and 57 norms of 3072. */
+static void test_torchtune_qlora_keeps_the_rest_bf16(void **state)
+{
+    const uint64_t rest = 128256ull * 3072 + 57ull * 3072;
+    struct gm_job j;
+    uint64_t w_tune, w_peft, w_flag;
+    (void)state;
+    job_make("llama-3.2-3b", "--train --qlora --stack torchtune", &j);
+    assert_false(j.memory.lora.fp32_upcast);
+    assert_true(est_preset_set(&j, EST_SET_NO_FP32_UPCAST));
+    run("llama-3.2-3b", "--train --qlora --stack torchtune", &with);
+    w_tune = gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS);
+    {
+        bool named = false;
+        for (size_t i = 0; i < with->n_assumptions; i++)
+            named = named || strstr(with->assumptions[i], "--stack torchtune: --no-fp32-upcast");
+        assert_true(named);
+    }
+    run("llama-3.2-3b", "--train --qlora --precision bf16 --no-fp32-upcast", &base);
+    w_flag = gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS);
+    run("llama-3.2-3b", "--train --qlora --precision bf16", &base);
+    w_peft = gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS);
+    assert_int_equal(w_tune, w_flag);
+    assert_int_equal(w_peft - w_tune, 2 * rest);
+}
+
+/* --torch-version before 2.0: torch.optim's default step is the for-loop (foreach became the
+ * default on CUDA in 2.0, pytorch/pytorch PR #92306) and Optimizer.zero_grad() zeroes the
+ * gradients in place (set_to_none defaults to True from 2.0, PR #92731): the same job as
+ * --optimizer-impl for-loop --zero-grad zeros once the job is resolved.  An option given, or
+ * a stack preset's, wins; 2.0 and later change nothing. */
+static void test_torch_version_before_2_defaults(void **state)
+{
+    static const struct {
+        const char *settings;
+        enum gm_optim_impl impl;
+        enum gm_zero_grad zero_grad;
+    } cases[] = {
+        {" --torch-version 1.13", GM_OPTIM_FOR_LOOP, GM_ZERO_GRAD_ZEROS},
+        {" --torch-version 1.13 --optimizer-impl foreach", GM_OPTIM_FOREACH, GM_ZERO_GRAD_ZEROS},
+        {" --zero-grad set-to-none --torch-version 1.12", GM_OPTIM_FOR_LOOP,
+         GM_ZERO_GRAD_SET_TO_NONE},
+        {" --stack torchtune --torch-version 1.13", GM_OPTIM_FUSED, GM_ZERO_GRAD_ZEROS},
+        {" --torch-version 2.0", GM_OPTIM_FOREACH, GM_ZERO_GRAD_SET_TO_NONE},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct gm_job j;
+        char b[256];
+        snprintf(b, sizeof b, "%s%s", TRAIN8B, cases[i].settings);
+        job_make("llama-3-8b", b, &j);
+        est_job_resolve(&j);
+        if (j.numerics.optim_impl != cases[i].impl || j.numerics.zero_grad != cases[i].zero_grad)
+            fail_msg("%s: optimizer-impl %d, zero-grad %d", b, (int)j.numerics.optim_impl,
+                     (int)j.numerics.zero_grad);
+    }
+    run("llama-3-8b", TRAIN8B " --torch-version 1.13", &with);
+    run("llama-3-8b", TRAIN8B " --optimizer-impl for-loop --zero-grad zeros", &base);
+    assert_int_equal(with->peak_allocated_bytes, base->peak_allocated_bytes);
+    {
+        bool named = false;
+        for (size_t i = 0; i < with->n_assumptions; i++)
+            named = named || strstr(with->assumptions[i], "PyTorch 1.13 (--torch-version)");
+        assert_true(named);
+    }
+    run("llama-3-8b", TRAIN8B, &base);
+    assert_true(with->peak_allocated_bytes != base->peak_allocated_bytes);
 }
 
 /* The HF-family presets, each default as its stack's code sets it: axolotl's schema (bf16
@@ -1231,6 +1316,82 @@ static void test_vllm_versions(void **state)
 }
 
 /* Settings that need others, and the refusals of the sources' own code. */
+/* Context parallelism as torch's context_parallel runs it under torchtitan: every rank holds
+ * seq / cp tokens, FSDP shards over the data x context ranks, so a job at seq 8192 over cp 2
+ * keeps what the same job at seq 4096 keeps but for ring attention's backward buffers (per
+ * local token at the query width: fp32 dq, dk, dv accumulators 12 B, the contiguous k and v
+ * 2 x 2 B, their concatenation 2 x 2 B, the all-gathered concatenation cp x 2 x 2 B, the fp32
+ * dk|dv sent and received 2 x 8 B), beside dq, dk, dv and the output's gradient; the
+ * attention's backward then outgrows the MLP's (three 14336-wide bf16 gradients). */
+static void test_context_parallel(void **state)
+{
+    const uint64_t T = 4096, hq = 4096, kv = 1024, cp = 2, I = 14336;
+    const uint64_t ring = hq * (12 + 2 * 2 + 2 * 2 + cp * 2 * 2 + 2 * 8);
+    struct gm_job j;
+    bool said = false;
+    (void)state;
+    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 8 --fsdp", &base);
+    run("llama-3-8b", "--train --batch 1 --seq 8192 --gpus 8 --fsdp --cp 2", &with);
+    assert_int_equal(changed_kinds(base, with), K(GM_KIND_BACKWARD_TEMP));
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_BACKWARD_TEMP) -
+                         gm_estimate_kind_bytes(base, GM_KIND_BACKWARD_TEMP),
+                     T * (2 * (hq + hq + kv + kv) + ring - 2 * 3 * I));
+    for (size_t i = 0; i < with->n_assumptions; i++)
+        said |= strstr(with->assumptions[i], "context parallel 2") != NULL;
+    assert_true(said);
+    /* the forward's (the replay allocates it around each checkpointed layer's attention):
+     * contiguous k, v and their concatenation 2 x 2 x 2 B, the gathered cp x 2 x 2 B, the
+     * merger's fp32 output, block output and difference 3 x 4 B; none without --cp */
+    job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp --cp 2", &j);
+    assert_int_equal(est_ring_attention_per_token(&j, j.model.model, false),
+                     hq * (2 * 2 * 2 + cp * 2 * 2 + 3 * 4));
+    job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp", &j);
+    assert_int_equal(est_ring_attention_per_token(&j, j.model.model, false), 0);
+    /* with full checkpointing the replay runs each layer's forward op by op: one ring
+     * allocation more per layer and step */
+    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 8 --fsdp --grad-checkpointing full",
+        &base);
+    run("llama-3-8b",
+        "--train --batch 1 --seq 8192 --gpus 8 --fsdp --grad-checkpointing full --cp 2", &with);
+    assert_true(base->replay.used && with->replay.steps == base->replay.steps);
+    assert_int_equal(with->replay.mallocs - base->replay.mallocs, 32 * base->replay.steps);
+}
+
+/* FSDP2 under pipeline parallelism as torchtitan and torch.distributed.pipelining run it:
+ * apply_fsdp does not reshard after forward when pp is enabled, so every layer of the stage
+ * stays gathered; each micro-batch's backward runs with gradient sync off, so fully_shard
+ * keeps the stage's unsharded gradients accumulated in the reduce dtype (fp32 under mixed
+ * precision) until the reduce-scatter after the last.  Llama-3-8B over two stages: each
+ * holds 16 layers and one 128256 x 4096 end, half the model. */
+static void test_pipeline_with_fsdp(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("llama-3-8b");
+    uint64_t acc = 0, gathered = 0, one = 0, layer, stage;
+    struct gm_param_counts pc;
+    (void)state;
+    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 16 --pp 2 --fsdp --fsdp-version 2",
+        &with);
+    for (size_t i = 0; i < with->n_components; i++) {
+        const struct gm_est_component *c = &with->components[i];
+        if (!strcmp(c->name, "accumulated_grads"))
+            acc = c->bytes;
+        if (!strcmp(c->name, "gathered_params"))
+            gathered = c->bytes;
+        if (!strcmp(c->name, "gathered_grads"))
+            one = c->bytes;
+    }
+    assert_int_equal(gm_model_count_params(m, &pc, NULL), GM_OK);
+    /* a layer with its share of the norms; a stage: 16 of them and one 128256 x 4096 end */
+    layer = est_layer_params(m, &pc);
+    stage = 16 * layer + 128256ull * 4096;
+    /* fp32 gradients of the stage's parameters */
+    assert_int_equal(acc, gm_mul_div_u64(4 * with->n_params, stage, pc.total));
+    /* every layer gathered in bf16, the same share of them */
+    assert_int_equal(gathered, gm_mul_div_u64(2 * 32 * layer, stage, pc.total));
+    /* one layer's bf16 gradient and its fp32 cast, no reduce-scatter input */
+    assert_int_equal(one, layer * (2 + 4));
+}
+
 static void test_technique_checks(void **state)
 {
     static const struct {
@@ -1255,6 +1416,12 @@ static void test_technique_checks(void **state)
         {"llama-3-8b", "--train --lora --lora-targets qkv", "separate q, k and v"},
         {"llama-3-8b", "--train --adapter-dtype bf16", "needs --lora or --qlora"},
         {"llama-3-8b", "--infer --pp 2", "--engine vllm"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8192 --cp 3", "multiple of --tp x --pp x --cp"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8190 --cp 2", "multiple of 2 x cp"},
+        {"llama-3-8b", "--train --gpus 8 --cp 2 --attention eager", "needs SDPA"},
+        {"llama-3-8b", "--infer --gpus 2 --cp 2", "--train"},
+        {"llama-3-8b", "--train --gpus 4 --pp 2 --fsdp --fsdp-version 1", "needs FSDP2"},
+        {"llama-3-8b", "--train --gpus 4 --pp 2 --zero 3", "ZeRO-1 at most"},
         {"llama-3-8b", "--infer --engine vllm --gpu H100 --vllm-version 1.x", "not a version"},
     };
     (void)state;
@@ -1314,6 +1481,8 @@ int main(void)
         cmocka_unit_test(test_loss_parallel),
         cmocka_unit_test(test_loss_in_the_model),
         cmocka_unit_test(test_stack_presets),
+        cmocka_unit_test(test_torchtune_qlora_keeps_the_rest_bf16),
+        cmocka_unit_test(test_torch_version_before_2_defaults),
         cmocka_unit_test(test_compiled_loss_keeps_logits_and_new_gradient),
         cmocka_unit_test(test_torchtitan_compiled_loss),
         cmocka_unit_test(test_fsdp_shard_ends),
@@ -1336,6 +1505,8 @@ int main(void)
         cmocka_unit_test(test_ranges_and_verdict),
         cmocka_unit_test(test_runtime),
         cmocka_unit_test(test_vllm_versions),
+        cmocka_unit_test(test_context_parallel),
+        cmocka_unit_test(test_pipeline_with_fsdp),
         cmocka_unit_test(test_technique_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
