@@ -284,9 +284,8 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
     if (p->shard == GM_SHARD_ZERO3 && D > 1) {
         snprintf(note, sizeof note, "ZeRO-3 reduce bucket, %llu elements in 16-bit",
                  (unsigned long long)p->bucket_elements);
-        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket",
-                          zero_ipg_bytes(p, 3), GM_EST_PHASE_TRAIN_ALL, true,
-                          GM_EXTENT_ONE_LAYER, note, err)))
+        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", zero_ipg_bytes(p, 3),
+                          GM_EST_PHASE_TRAIN_ALL, true, GM_EXTENT_ONE_LAYER, note, err)))
             return st;
     }
     return GM_OK;
@@ -469,9 +468,8 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
         snprintf(note, sizeof note, "ZeRO reduce bucket%s, %llu elements in 16-bit%s",
                  p->zero_overlap_comm ? "s" : "", (unsigned long long)p->bucket_elements,
                  p->zero_overlap_comm ? " each (overlap_comm)" : "");
-        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket",
-                          zero_ipg_bytes(p, stage), GM_EST_PHASE_FORWARD_BACKWARD, true,
-                          GM_EXTENT_ONE_LAYER, note, err)))
+        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", zero_ipg_bytes(p, stage),
+                          GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err)))
             return st;
     }
     if (stage == 3 && (st = add_gathered(cx, D, share, err)) != GM_OK)
