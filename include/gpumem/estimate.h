@@ -325,6 +325,8 @@ struct gm_job_parallel {
     bool offload_params;      /* ZeRO-3 / FSDP parameters on the CPU */
     uint64_t tp;              /* tensor-parallel degree, 1 */
     uint64_t pp;              /* pipeline stages (training, 1F1B schedule), 1 */
+    uint64_t cp;              /* context-parallel degree (training: each rank holds seq / cp
+                                 tokens, ring attention), 1 */
     bool sequence_parallel;   /* Megatron sequence parallelism (with tp > 1) */
     uint64_t bucket_elements; /* ZeRO reduce bucket, elements (5e8 DeepSpeed) */
     bool zero_overlap_comm;   /* ZeRO-1/2 overlap_comm: the reduce bucket double-buffered */

@@ -55,7 +55,8 @@
     X(REPLICAS) X(MEM_FRACTION_STATIC) X(CONTEXT_LENGTH) X(MAX_RUNNING_REQUESTS) \
     X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(NGL_OUTPUT_LAST) X(STACK) \
     X(KV_CACHE_MEMORY_BYTES) X(FLOAT8) X(IMAGES) X(IMAGE_SIZE) X(TARGET_SEQ) X(LOSS_IMPL) \
-    X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL) X(QUANT_KERNEL) X(FLASHINFER_SAMPLER) X(KV_CPY)
+    X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL) X(QUANT_KERNEL) X(FLASHINFER_SAMPLER) X(KV_CPY) \
+    X(CP)
 /* clang-format on */
 
 enum est_setting {
@@ -230,6 +231,8 @@ struct est_layer_cfg {
     bool one_op_gelu;         /* gelu_new as one F.gelu op (LitGPT), not HF's Python formula */
     bool sac_attn_recomputed; /* op-level SAC recomputes the attention: its op is not one the
                                  policy saves (est_titan_sac_recomputes_attention()) */
+    double ring_bwd;          /* context parallelism: ring attention's backward buffers, bytes
+                                 per local token (est_ring_attention_per_token()) */
 };
 /* Bytes per element of the training job's residual stream (the norms' inputs, the layer
  * inputs checkpointing keeps): by precision, the frozen base, FSDP and QLoRA's projections. */
@@ -397,6 +400,9 @@ uint64_t est_vllm_indexer_bytes(const struct gm_model *m);
  * vLLM keeps the checkpoint's shapes or the layout is not modelled. */
 uint64_t est_vllm_mxfp4_marlin_pad_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
                                          uint64_t tp, uint64_t ep);
+/* what vLLM's Triton layout of MXFP4 experts adds on Hopper from 0.11 (stage_engine.c) */
+uint64_t est_vllm_mxfp4_triton_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
+                                     uint64_t tp, uint64_t ep);
 /* What vLLM's log prints as its KV cache size in tokens for a pool of 'pool' bytes in blocks
  * of 'block' tokens: 'tokens' (the pool's tokens at the bytes a request really holds) unless
  * the model mixes sliding-window or chunked layers with full attention, where from vLLM 0.10
@@ -549,6 +555,12 @@ bool est_engine_shards(const struct gm_job *job);
 bool est_tp_from_gpus(const struct gm_job *job);
 /* Data-parallel ranks of a resolved job: gpus / (tp x pp). */
 uint64_t est_data_parallel(const struct gm_job *job);
+/* Context parallelism's ring attention (torch.distributed.tensor.experimental context_parallel,
+ * all-gather rotation): the bytes per local token its forward (backward = false) or backward
+ * holds beside the attention op's own tensors, at the model's full attention width (tensor
+ * parallelism divides them later); 0 without --cp. */
+double est_ring_attention_per_token(const struct gm_job *job, const struct gm_model *m,
+                                    bool backward);
 /* The value 'v' of setting 'id' as the user types it ("3", "fp8", "0.95"; "" for a flag). */
 void est_setting_value_text(enum est_setting id, const union gm_job_value *v, char *out, size_t n);
 /* The --quant choices, in the order of the setting's choices (the value est_job_put() takes). */

@@ -45,6 +45,7 @@ void gm_job_init(struct gm_job *job)
     job->memory.lora.fp32_upcast = true;
     job->parallel.tp = 1;
     job->parallel.pp = 1;
+    job->parallel.cp = 1;
     job->parallel.shard = GM_SHARD_NONE;
     job->parallel.bucket_elements = 500000000;
     job->engine.kind = GM_ENGINE_NONE;
@@ -851,6 +852,10 @@ static const struct gm_job_setting settings[] = {
              "LLAMA_SET_ROWS=0); used where the compute buffer is placed (llama, mistral, "
              "qwen2, GPT-NeoX fully offloaded, no MoE), ignored elsewhere",
              INFER, GM_ENGINE_LLAMACPP, engine.llamacpp.kv_cpy),
+    [EST_SET_CP] = NUM("cp", GM_JOB_U64, "N",
+                       "context-parallel degree: the sequence split over N ranks with ring "
+                       "attention, FSDP sharding over data x context ranks (torchtitan; default 1)",
+                       TRAIN, GM_ENGINE_NONE, parallel.cp, 1, 1024, 0),
     [EST_SET_STACK] = TEXT_FN("stack", "NAME[@V]",
                               "training stack and its defaults: torchtune, torchtitan, hf-trainer, "
                               "accelerate, axolotl, unsloth, lightning (preset), hf or megatron "
@@ -1277,6 +1282,11 @@ void est_job_resolve(struct gm_job *j)
     if (j->mode == GM_EST_TRAIN && j->gpu.sm && j->gpu.sm < 80 &&
         j->numerics.precision == GM_PREC_BF16_MIXED && !est_given(j, EST_SET_PRECISION))
         j->numerics.precision = GM_PREC_FP16_MIXED;
+    /* FSDP under pipeline parallelism keeps every layer gathered from its forward to its
+     * backward: torchtitan's apply_fsdp sets reshard_after_forward=False when pp is enabled
+     * (parallelize_llama.py, torchtitan 9dec370), to spare an all-gather per micro-batch */
+    if (j->mode == GM_EST_TRAIN && j->parallel.pp > 1 && j->parallel.shard == GM_SHARD_FSDP)
+        j->parallel.reshard_after_forward = false;
     /* a preset's activation offload is its checkpointing's (unsloth's offloaded layer
      * inputs): without full checkpointing there is nothing of it to offload */
     if (est_preset_set(j, EST_SET_ACTIVATION_OFFLOAD) && j->memory.checkpointing != GM_CKPT_FULL)
@@ -1521,15 +1531,35 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
                        "--gpus %llu is not a multiple of --tp %llu x --pp %llu",
                        (unsigned long long)p->gpus, (unsigned long long)p->tp,
                        (unsigned long long)p->pp);
+    if (p->cp > 1 && p->gpus % (p->tp * p->pp * p->cp) != 0)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--gpus %llu is not a multiple of --tp x --pp x --cp %llu",
+                       (unsigned long long)p->gpus, (unsigned long long)p->cp);
+    /* the load-balanced split gives each rank two of 2 x cp equal chunks of every sequence
+     * (context_parallel's round-robin); ring attention runs SDPA's flash or efficient kernels
+     * only (torchtitan's train context restricts the backends) */
+    if (p->cp > 1 && (j->workload.seq % (2 * p->cp) != 0 || j->workload.tokens))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--cp %llu needs --seq a multiple of 2 x cp (two chunks per rank) and no "
+                       "--tokens-per-batch",
+                       (unsigned long long)p->cp);
+    if (p->cp > 1 && j->memory.attention == GM_ATTN_EAGER)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--cp needs SDPA attention (ring attention wraps the flash and efficient "
+                       "kernels), not --attention eager");
     if (p->shard != GM_SHARD_NONE && j->mode != GM_EST_TRAIN)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--zero / --fsdp apply to --train");
     if (p->pp > 1 && j->mode == GM_EST_INFER && j->engine.kind != GM_ENGINE_VLLM)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--pp applies to --train and to --engine vllm");
-    if (p->pp > 1 && stage >= 2)
+    if (p->pp > 1 && stage >= 2 && p->shard != GM_SHARD_FSDP)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--pp combines with ZeRO-1 at most (DeepSpeed's pipeline engine refuses "
-                       "ZeRO-2 and ZeRO-3)");
+                       "ZeRO-2 and ZeRO-3) or with --fsdp (FSDP2, as torchtitan)");
+    if (p->pp > 1 && p->shard == GM_SHARD_FSDP && p->fsdp_version != 2)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--pp with --fsdp needs FSDP2 (--fsdp-version 2): torch.distributed."
+                       "pipelining drives fully_shard modules");
     if (p->sequence_parallel && p->tp < 2)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--sequence-parallel needs --tp >= 2");
     if (p->offload_params && stage != 3)
@@ -1576,7 +1606,8 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
                                                  EST_SET_FLOAT8,
                                                  EST_SET_ACTIVATION_OFFLOAD,
                                                  EST_SET_TOKENS_PER_BATCH,
-                                                 EST_SET_OPTIMIZER_IN_BACKWARD};
+                                                 EST_SET_OPTIMIZER_IN_BACKWARD,
+                                                 EST_SET_CP};
     const struct gm_job_memory *mem = &j->memory;
     enum gm_status st;
     if (est_given(j, EST_SET_LOSS_CHUNKS) && mem->loss != GM_LOSS_CHUNKED &&

@@ -429,6 +429,44 @@ uint64_t est_vllm_mxfp4_marlin_pad_bytes(const struct gm_model *m, unsigned sm, 
                           17, 32);
 }
 
+/* vLLM's MXFP4 MoE experts on Hopper from 0.11, where it takes OpenAI's triton_kernels
+ * (vllm/model_executor/layers/quantization/mxfp4.py @ afdb4a4, Mxfp4MoEMethod): create_weights
+ * rounds each expert's intermediate share up to 64; process_weights_after_loading turns the
+ * bf16 biases into fp32 Parameters and swizzles values and scales into new tensors
+ * (utils/mxfp4_utils.py _swizzle_mxfp4 @ 01b817d), then deletes w13_weight and w2_weight but
+ * not w13_weight_scale and w2_weight_scale, so the checkpoint's scales stay allocated beside
+ * the swizzled ones.  The swizzled layouts pad (triton_kernels tensor_details/layout_details:
+ * HopperMXValueLayout, mma_version 3, rows to 16 and bytes of a row to 32; HopperMXScaleLayout
+ * with vLLM's 8 warps, rows to 2 x 8 x 2 x 8 = 256 and scales of a row to 2).  Per expert and
+ * MoE layer, with s the share and i its rounded width: values 2i x h/2 + h x i/2, the kept
+ * scales 2i x h/32 + h x i/32 and their padded copies, biases (2i + h) x 4 in place of the
+ * checkpoint's (2s + h) x 2.  Returns the bytes this adds on one GPU over the checkpoint ÷ tp
+ * (3 s h x 17/32 a layer's expert); 0 off Hopper, before 0.11, with expert parallelism (vLLM
+ * swizzles with other warps there) and for other checkpoints. */
+uint64_t est_vllm_mxfp4_triton_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
+                                     uint64_t tp, uint64_t ep)
+{
+    uint64_t width, share, in, h, hs, vals, kept, swz, bias, before, after, moe_layers;
+    bool triton = sm >= 90 && sm < 100 && !(version && version < GM_VERSION(0, 11, 0));
+    if (m->quant.method != GM_QUANT_MXFP4 || !m->n_experts || !triton || ep > 1 || !tp)
+        return 0;
+    width = m->moe_intermediate ? m->moe_intermediate : m->intermediate;
+    share = width / tp;
+    in = est_div_up(share, 64) * 64;
+    h = m->hidden;
+    hs = est_div_up(h, 32);
+    moe_layers = m->n_layers > m->n_dense_layers ? m->n_layers - m->n_dense_layers : 0;
+    vals = est_div_up(2 * in, 16) * 16 * (est_div_up(est_div_up(h, 2), 32) * 32) +
+           est_div_up(h, 16) * 16 * (est_div_up(in / 2, 32) * 32);
+    kept = 2 * in * hs + h * (in / 32);
+    swz = est_div_up(2 * in, 256) * 256 * (est_div_up(hs, 2) * 2) +
+          est_div_up(h, 256) * 256 * (est_div_up(in / 32, 2) * 2);
+    bias = (2 * in + h) * 4;
+    after = vals + kept + swz + bias;
+    before = share * h * 3 * 17 / 32 + (2 * share + h) * 2;
+    return after > before ? gm_mul_sat(gm_mul_sat(m->n_experts, moe_layers), after - before) : 0;
+}
+
 /* The weights component: one GPU's share 'w' over tp (and a pipeline stage's layers). */
 static void engine_weights(struct est_ctx *cx, uint64_t w, uint64_t t, bool stage)
 {
@@ -615,6 +653,21 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     w = est_div_up(cx->stored_weight_bytes, t);
     w = gm_add_sat(w,
                    est_vllm_mxfp4_marlin_pad_bytes(m, j->gpu.sm, j->stack.vllm, t, j->parallel.ep));
+    {
+        uint64_t triton =
+            est_vllm_mxfp4_triton_bytes(m, j->gpu.sm, j->stack.vllm, t, j->parallel.ep);
+        w = gm_add_sat(w, triton);
+        /* which kernels vLLM takes depends on the install: Marlin without triton_kernels */
+        if (triton)
+            est_assume(
+                e,
+                "vLLM: MXFP4 experts in triton_kernels' layout, the checkpoint's scales "
+                "kept beside the swizzled copies (+%.2f GiB a GPU); without triton_kernels "
+                "installed vLLM takes Marlin (+%.2f GiB)",
+                (double)triton / (double)GM_GIB,
+                (double)est_vllm_mxfp4_marlin_pad_bytes(m, 80, j->stack.vllm, t, j->parallel.ep) /
+                    (double)GM_GIB);
+    }
     if (pp > 1) {
         /* the stage with the most layers and the larger end (embedding, or lm_head) */
         uint64_t ends = gm_mul_div_u64(w, cx->pc.embedding + cx->pc.lm_head, n ? n : 1);

@@ -41,6 +41,29 @@ static void fill_layout(const struct gm_job *j, struct gm_est_layout *l)
     l->dp = est_data_parallel(j);
 }
 
+/* Ring attention under context parallelism, as torch's context_parallel runs it
+ * (torch/distributed/tensor/experimental/_attention.py, pytorch 0123248: the all-gather rotater,
+ * torchtitan's default rotate method): per attention call each rank makes its key and value
+ * contiguous, concatenates them and all-gathers the concatenation of every rank (kept until the
+ * call returns), and _SDPAMerger merges the blocks' outputs in fp32 (the merged output, each
+ * block's fp32 cast, the update's difference).  The backward adds fp32 accumulators for dq, dk
+ * and dv, the same contiguous copies, concatenation and all-gather, and the fp32 dk|dv
+ * concatenation sent round the ring with the one received (its rotater is all-to-all).  Keys and
+ * values are as wide as the queries: torchtitan's Attention repeats the KV heads before SDPA
+ * (models/llama/model.py, torchtitan 9dec370). */
+double est_ring_attention_per_token(const struct gm_job *j, const struct gm_model *m, bool backward)
+{
+    struct est_geom g;
+    double cp = (double)j->parallel.cp, ea = (double)est_weight_elem_bytes(j->numerics.precision);
+    if (j->parallel.cp <= 1 || !m)
+        return 0;
+    est_geom(m, &g);
+    if (!backward) /* contiguous k, v; k|v; all-gathered k|v; merged out, block out, difference */
+        return g.q * (2.0 * ea + 2.0 * ea + 2.0 * ea * cp + 3.0 * 4.0);
+    /* dq, dk, dv accumulators; contiguous k, v; k|v; all-gathered k|v; dk|dv sent and received */
+    return g.q * (3.0 * 4.0 + 2.0 * ea + 2.0 * ea + 2.0 * ea * cp + 2.0 * 2.0 * 4.0);
+}
+
 /* Share of the parameters in routed experts (what expert parallelism splits). */
 static double expert_share(const struct gm_model *m, uint64_t n)
 {
@@ -232,9 +255,33 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
                      "one layer's unsharded gradient (%u B) and two reduce-scatter inputs "
                      "(%llu B each element)",
                      wbytes, (unsigned long long)rbytes);
-            st = est_add(e, GM_KIND_GATHERED, "gathered_grads",
-                         gm_add_sat(gm_mul_sat(lt, wbytes), gm_mul_sat(lt, 2 * rbytes)),
-                         GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err);
+            /* under a pipeline (below) no reduce-scatter runs during the micro-batches'
+             * backward: the layer's gradient is cast to the reduce dtype and added to the
+             * accumulated one instead */
+            if (p->pp > 1)
+                snprintf(note, sizeof note,
+                         "one layer's unsharded gradient (%u B) and its cast to the reduce "
+                         "dtype (%llu B each element)",
+                         wbytes, (unsigned long long)rbytes);
+            st = est_add(
+                e, GM_KIND_GATHERED, "gathered_grads",
+                gm_add_sat(gm_mul_sat(lt, wbytes), gm_mul_sat(lt, (p->pp > 1 ? 1 : 2) * rbytes)),
+                GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err);
+            /* a pipeline stage's fully_shard modules run every micro-batch's backward with
+             * requires_gradient_sync and reshard_after_backward off, and reduce-scatter once
+             * after the last (torch/distributed/pipelining/stage.py backward_maybe_with_nosync
+             * and _post_backward, pytorch 0138610): fully_shard keeps the unsharded gradients
+             * accumulated in the reduce dtype (FSDPParam.to_accumulated_grad_if_needed) for
+             * all the stage's parameters meanwhile (the stage's share of this) */
+            if (st == GM_OK && p->pp > 1) {
+                snprintf(note, sizeof note,
+                         "unsharded gradients accumulated over the micro-batches (%llu B each "
+                         "element), reduce-scattered after the last",
+                         (unsigned long long)rbytes);
+                st = est_add(e, GM_KIND_GATHERED, "accumulated_grads",
+                             gm_mul_sat(est_div_up(n, t), rbytes), GM_EST_PHASE_SAVED, true,
+                             GM_EXTENT_ALL_LAYERS, note, err);
+            }
         } else {
             snprintf(note, sizeof note,
                      "one layer's unsharded gradient during reduce-scatter (%llu B each)",
@@ -482,6 +529,13 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
                    p->sequence_parallel ? "divided by t (sequence parallel)"
                                         : "x (10 + 24/t)/34 (Korthikanti, no sequence "
                                           "parallelism)");
+    if (p->cp > 1)
+        est_assume(e,
+                   "context parallel %llu (ring attention, all-gather rotation): each rank holds "
+                   "seq / %llu = %llu tokens and gathers all ranks' keys and values; FSDP shards "
+                   "over data x context ranks",
+                   (unsigned long long)p->cp, (unsigned long long)p->cp,
+                   (unsigned long long)(j->workload.seq / p->cp));
     if (j->mode == GM_EST_TRAIN && (p->shard != GM_SHARD_NONE || D > 1))
         est_assume(e, "%s%s over %llu data-parallel ranks (%llu GPUs, %llu per node)%s%s",
                    gm_shard_name(p->shard),

@@ -46,8 +46,10 @@ bool est_eager_scores(const struct gm_job *job)
 
 double est_tokens(const struct gm_job *j)
 {
+    /* context parallelism: each rank holds seq / cp tokens of every sequence */
+    double cp = j->parallel.cp > 1 ? (double)j->parallel.cp : 1.0;
     return j->workload.tokens ? (double)j->workload.tokens
-                              : (double)j->workload.batch * (double)j->workload.seq;
+                              : (double)j->workload.batch * (double)j->workload.seq / cp;
 }
 
 unsigned est_gradient_phases(const struct gm_job *j)
@@ -334,7 +336,7 @@ double est_layer_backward_per_token(const struct gm_model *m, const struct est_l
         mlp = ea * width * 2.0;
     if (c->eager)
         scores = (double)m->n_heads * (double)c->seq * (4.0 + ea);
-    attn = ea * (g.q + g.o_in + g.k + g.v) + scores;
+    attn = ea * (g.q + g.o_in + g.k + g.v) + scores + c->ring_bwd;
     if (seq2)
         *seq2 = mlp > attn ? 0.0 : scores;
     /* the gradient of the residual stream flows beside them */
@@ -1141,6 +1143,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     /* The gradients of one layer's activations during its backward (selective
      * checkpointing recomputes the eager scores there: their gradients remain). */
     lc.eager = j->memory.attention == GM_ATTN_EAGER;
+    lc.ring_bwd = est_ring_attention_per_token(j, m, true);
     bwd = est_layer_backward_per_token(m, &lc, &bwd_seq2) * T;
     if (j->memory.float8)
         bwd += float8_backward_casts(m, T);

@@ -853,7 +853,47 @@ static void test_vllm_mxfp4_marlin_padding(void **state)
     triton = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
     gm_estimate_free(est);
     est = NULL;
-    assert_int_equal(marlin - triton, (2944ull * 3072 - 2880 * 2880) * 3 * 128 * 36 * 17 / 32);
+    assert_int_equal(marlin - triton,
+                     (2944ull * 3072 - 2880 * 2880) * 3 * 128 * 36 * 17 / 32 -
+                         est_vllm_mxfp4_triton_bytes(m, 90, GM_VERSION(0, 11, 0), 1, 1));
+    /* the layout depends on the install: the estimate says which it took and the other */
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
+    run(&j, &est);
+    assert_true(assumed(est, "(+3.53 GiB a GPU); without triton_kernels installed vLLM takes "
+                             "Marlin (+5.13 GiB)"));
+    gm_estimate_free(est);
+    est = NULL;
+}
+
+/* vLLM's Triton layout of MXFP4 experts on Hopper from 0.11 keeps the checkpoint's scales
+ * beside the swizzled copies (rows padded to 256), and holds the biases in fp32: per expert
+ * and layer of gpt-oss-120b at tp 1, the kept scales 5760 x 90 + 2880 x 90, the copies'
+ * padding (5888 - 5760) x 90 + (3072 - 2880) x 90, the biases (5760 + 2880) x (4 - 2). */
+static void test_vllm_mxfp4_triton_layout(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("gpt-oss-120b");
+    uint64_t per = (5760ull + 2880) * 90 + (128ull + 192) * 90 + (5760ull + 2880) * 2;
+    (void)state;
+    assert_non_null(m);
+    assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 90, GM_VERSION(0, 11, 0), 1, 1),
+                     per * 128 * 36);
+    /* tp 2: the share 1440 rounded up to 64 is 1472, values and scales grow with it */
+    {
+        uint64_t i = 1472, h = 2880, s = 1440;
+        uint64_t after = 2 * i * (h / 2) + h * (i / 2) + 2 * i * 90 + h * (i / 32) +
+                         (3072 * 90 + 3072 * 46) + (2 * i + h) * 4;
+        uint64_t before = s * h * 3 * 17 / 32 + (2 * s + h) * 2;
+        assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 90, GM_VERSION(0, 11, 0), 2, 1),
+                         (after - before) * 128 * 36);
+    }
+    /* Marlin before 0.11 on Hopper, other GPUs, expert parallelism, other checkpoints: none */
+    assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 90, GM_VERSION(0, 10, 1), 1, 1), 0);
+    assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 80, GM_VERSION(0, 11, 0), 1, 1), 0);
+    assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 100, GM_VERSION(0, 11, 0), 1, 1), 0);
+    assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 90, GM_VERSION(0, 11, 0), 1, 2), 0);
+    assert_int_equal(est_vllm_mxfp4_triton_bytes(gm_model_catalog_find("qwen3-30b-a3b"), 90,
+                                                 GM_VERSION(0, 11, 0), 1, 1),
+                     0);
 }
 
 /* Two RTX 4090s have no peer access with NVIDIA's driver (the catalog's no_p2p): NCCL keeps
@@ -1154,6 +1194,7 @@ int main(void)
         cmocka_unit_test(test_vllm_budget_from_cuda_total),
         cmocka_unit_test(test_vllm_tokens_logged_hybrid),
         cmocka_unit_test(test_vllm_mxfp4_marlin_padding),
+        cmocka_unit_test(test_vllm_mxfp4_triton_layout),
         cmocka_unit_test(test_vllm_gpu_without_p2p),
         cmocka_unit_test(test_vllm_graph_capture_by_version),
     };

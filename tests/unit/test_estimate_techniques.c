@@ -1231,6 +1231,82 @@ static void test_vllm_versions(void **state)
 }
 
 /* Settings that need others, and the refusals of the sources' own code. */
+/* Context parallelism as torch's context_parallel runs it under torchtitan: every rank holds
+ * seq / cp tokens, FSDP shards over the data x context ranks, so a job at seq 8192 over cp 2
+ * keeps what the same job at seq 4096 keeps but for ring attention's backward buffers (per
+ * local token at the query width: fp32 dq, dk, dv accumulators 12 B, the contiguous k and v
+ * 2 x 2 B, their concatenation 2 x 2 B, the all-gathered concatenation cp x 2 x 2 B, the fp32
+ * dk|dv sent and received 2 x 8 B), beside dq, dk, dv and the output's gradient; the
+ * attention's backward then outgrows the MLP's (three 14336-wide bf16 gradients). */
+static void test_context_parallel(void **state)
+{
+    const uint64_t T = 4096, hq = 4096, kv = 1024, cp = 2, I = 14336;
+    const uint64_t ring = hq * (12 + 2 * 2 + 2 * 2 + cp * 2 * 2 + 2 * 8);
+    struct gm_job j;
+    bool said = false;
+    (void)state;
+    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 8 --fsdp", &base);
+    run("llama-3-8b", "--train --batch 1 --seq 8192 --gpus 8 --fsdp --cp 2", &with);
+    assert_int_equal(changed_kinds(base, with), K(GM_KIND_BACKWARD_TEMP));
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_BACKWARD_TEMP) -
+                         gm_estimate_kind_bytes(base, GM_KIND_BACKWARD_TEMP),
+                     T * (2 * (hq + hq + kv + kv) + ring - 2 * 3 * I));
+    for (size_t i = 0; i < with->n_assumptions; i++)
+        said |= strstr(with->assumptions[i], "context parallel 2") != NULL;
+    assert_true(said);
+    /* the forward's (the replay allocates it around each checkpointed layer's attention):
+     * contiguous k, v and their concatenation 2 x 2 x 2 B, the gathered cp x 2 x 2 B, the
+     * merger's fp32 output, block output and difference 3 x 4 B; none without --cp */
+    job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp --cp 2", &j);
+    assert_int_equal(est_ring_attention_per_token(&j, j.model.model, false),
+                     hq * (2 * 2 * 2 + cp * 2 * 2 + 3 * 4));
+    job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp", &j);
+    assert_int_equal(est_ring_attention_per_token(&j, j.model.model, false), 0);
+    /* with full checkpointing the replay runs each layer's forward op by op: one ring
+     * allocation more per layer and step */
+    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 8 --fsdp --grad-checkpointing full",
+        &base);
+    run("llama-3-8b",
+        "--train --batch 1 --seq 8192 --gpus 8 --fsdp --grad-checkpointing full --cp 2", &with);
+    assert_true(base->replay.used && with->replay.steps == base->replay.steps);
+    assert_int_equal(with->replay.mallocs - base->replay.mallocs, 32 * base->replay.steps);
+}
+
+/* FSDP2 under pipeline parallelism as torchtitan and torch.distributed.pipelining run it:
+ * apply_fsdp does not reshard after forward when pp is enabled, so every layer of the stage
+ * stays gathered; each micro-batch's backward runs with gradient sync off, so fully_shard
+ * keeps the stage's unsharded gradients accumulated in the reduce dtype (fp32 under mixed
+ * precision) until the reduce-scatter after the last.  Llama-3-8B over two stages: each
+ * holds 16 layers and one 128256 x 4096 end, half the model. */
+static void test_pipeline_with_fsdp(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("llama-3-8b");
+    uint64_t acc = 0, gathered = 0, one = 0, layer, stage;
+    struct gm_param_counts pc;
+    (void)state;
+    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 16 --pp 2 --fsdp --fsdp-version 2",
+        &with);
+    for (size_t i = 0; i < with->n_components; i++) {
+        const struct gm_est_component *c = &with->components[i];
+        if (!strcmp(c->name, "accumulated_grads"))
+            acc = c->bytes;
+        if (!strcmp(c->name, "gathered_params"))
+            gathered = c->bytes;
+        if (!strcmp(c->name, "gathered_grads"))
+            one = c->bytes;
+    }
+    assert_int_equal(gm_model_count_params(m, &pc, NULL), GM_OK);
+    /* a layer with its share of the norms; a stage: 16 of them and one 128256 x 4096 end */
+    layer = est_layer_params(m, &pc);
+    stage = 16 * layer + 128256ull * 4096;
+    /* fp32 gradients of the stage's parameters */
+    assert_int_equal(acc, gm_mul_div_u64(4 * with->n_params, stage, pc.total));
+    /* every layer gathered in bf16, the same share of them */
+    assert_int_equal(gathered, gm_mul_div_u64(2 * 32 * layer, stage, pc.total));
+    /* one layer's bf16 gradient and its fp32 cast, no reduce-scatter input */
+    assert_int_equal(one, layer * (2 + 4));
+}
+
 static void test_technique_checks(void **state)
 {
     static const struct {
@@ -1255,6 +1331,12 @@ static void test_technique_checks(void **state)
         {"llama-3-8b", "--train --lora --lora-targets qkv", "separate q, k and v"},
         {"llama-3-8b", "--train --adapter-dtype bf16", "needs --lora or --qlora"},
         {"llama-3-8b", "--infer --pp 2", "--engine vllm"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8192 --cp 3", "multiple of --tp x --pp x --cp"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8190 --cp 2", "multiple of 2 x cp"},
+        {"llama-3-8b", "--train --gpus 8 --cp 2 --attention eager", "needs SDPA"},
+        {"llama-3-8b", "--infer --gpus 2 --cp 2", "--train"},
+        {"llama-3-8b", "--train --gpus 4 --pp 2 --fsdp --fsdp-version 1", "needs FSDP2"},
+        {"llama-3-8b", "--train --gpus 4 --pp 2 --zero 3", "ZeRO-1 at most"},
         {"llama-3-8b", "--infer --engine vllm --gpu H100 --vllm-version 1.x", "not a version"},
     };
     (void)state;
@@ -1336,6 +1418,8 @@ int main(void)
         cmocka_unit_test(test_ranges_and_verdict),
         cmocka_unit_test(test_runtime),
         cmocka_unit_test(test_vllm_versions),
+        cmocka_unit_test(test_context_parallel),
+        cmocka_unit_test(test_pipeline_with_fsdp),
         cmocka_unit_test(test_technique_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
