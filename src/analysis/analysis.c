@@ -155,7 +155,7 @@ struct site_stat {
  * analysis hold; if so they are counted. */
 static bool take(struct work *w, uint64_t more)
 {
-    if (!gm_budget_fits(w->snap->memory_limit, w->snap->memory_bytes + w->priv->held + w->held,
+    if (!gm_budget_fits(w->snap->memory_limit, snap_memory_held(w->snap) + w->priv->held + w->held,
                         more))
         return false;
     w->held += more;
@@ -530,21 +530,34 @@ static void scan_release(struct scan *s)
 
 static const struct snap_consumer_ops pass_ops;
 
-static void *pass_open(void *ctx, uint32_t index, uint64_t limit, struct gm_snapshot_packed *pk)
+static void *pass_open(void *ctx, uint32_t index, struct gm_budget *shared,
+                       struct gm_snapshot_packed *pk)
 {
     struct scan *s = gm_calloc(1, sizeof(*s));
     (void)ctx;
     (void)index;
     if (!s)
         return NULL;
-    s->budget = gm_budget_make(limit, 0);
+    s->budget = gm_budget_make(0, 0);
+    s->budget.shared = shared;
     s->loading = true;
-    s->map = (struct gm_map)GM_MAP_INIT;
+    gm_map_init(&s->map, &s->budget);
     /* the times while they can be kept (a diff ignores them) */
     s->dt = gm_vec_grow(NULL, &s->cap_dt, 1, sizeof(uint16_t), GM_VEC_BIG, &s->budget);
     pk->consumed = s;
     pk->consumed_ops = &pass_ops;
     return s;
+}
+
+/* What the scan holds freed and given back to the load's budget: the trace is walked. */
+static void pass_give_up(struct scan *s)
+{
+    struct gm_budget *shared = s->budget.shared;
+    uint64_t used = s->budget.used;
+    s->budget.shared = NULL;
+    scan_release(s);
+    gm_budget_give(shared, used);
+    s->abandoned = true;
 }
 
 static void pass_events(void *state, const struct gm_snapshot_event *ev, size_t n)
@@ -555,8 +568,7 @@ static void pass_events(void *state, const struct gm_snapshot_event *ev, size_t 
     for (size_t i = 0; i < n; i++)
         if (!scan_event(s, s->n + i, &ev[i], NULL, NULL, NULL)) {
             /* what the walk would say is found by the walk */
-            scan_release(s);
-            s->abandoned = true;
+            pass_give_up(s);
             return;
         }
     s->n += n;
@@ -564,9 +576,7 @@ static void pass_events(void *state, const struct gm_snapshot_event *ev, size_t 
 
 static void pass_abandon(void *state)
 {
-    struct scan *s = state;
-    scan_release(s);
-    s->abandoned = true;
+    pass_give_up(state);
 }
 
 static void pass_release(void *state)
@@ -574,7 +584,7 @@ static void pass_release(void *state)
     struct scan *s = state;
     if (!s)
         return;
-    scan_release(s);
+    pass_give_up(s);
     gm_free(s);
 }
 
@@ -592,12 +602,20 @@ const struct gm_snapshot_consumer *gm_analysis_first_pass(void)
 
 /* The scan the loader made of w->sd's trace, when it saw the whole trace, the raw phases
  * can be made from what it kept (the times, where steps are marked by time) and it fits the
- * analysis's budget beside 'used' bytes; else NULL (freed). */
-static struct scan *scan_taken(struct work *w, const struct raw_rule *rule, uint64_t used)
+ * analysis's budget beside what the snapshot and the analysis hold; else NULL (freed).
+ * Either way what it held is no longer the snapshot's (snap_memory_held()). */
+static struct scan *scan_taken(struct work *w, const struct raw_rule *rule)
 {
     struct scan *s = snap_consumed_take(w->sd, &pass_ops);
+    uint64_t map_bytes;
     if (!s)
         return NULL;
+    snap_memory_moved(w->sd, s->budget.used);
+    s->budget.shared = NULL;
+    /* the walk's map is not counted either: the same budget whichever ran */
+    map_bytes = s->map.slots ? (uint64_t)(s->map.mask + 1) * sizeof(struct gm_map_slot) : 0;
+    s->map.budget = NULL;
+    gm_budget_give(&s->budget, map_bytes);
     if (s->abandoned || s->n != w->sd->n_events ||
         (rule->steps.n && (!s->dt || s->n_timed != s->n)))
         goto out_release;
@@ -609,7 +627,8 @@ static struct scan *scan_taken(struct work *w, const struct raw_rule *rule, uint
         s->n_free_of = s->cap_free_of = 0;
         ana_layout_events_release(&s->seg_events);
     }
-    if (!gm_budget_fits(w->snap->memory_limit, used, s->budget.used))
+    if (!gm_budget_fits(w->snap->memory_limit, snap_memory_held(w->snap) + w->priv->held + w->held,
+                        s->budget.used))
         goto out_release;
     return s;
 out_release:
@@ -652,7 +671,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     struct scan s, *taken;
     struct raw_rule rule;
     enum gm_status st = GM_OK;
-    uint64_t base = snap->memory_bytes + w->priv->held + w->held;
+    uint64_t base;
 
     memset(&s, 0, sizeof(s));
     memset(&rule, 0, sizeof(rule));
@@ -664,7 +683,9 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         goto out;
     }
     memset(rule.raw_of, RAW_UNSET, rule.n_stacks);
-    if ((taken = scan_taken(w, &rule, base)) != NULL) {
+    taken = scan_taken(w, &rule);
+    base = snap_memory_held(snap) + w->priv->held + w->held;
+    if (taken) {
         s = *taken;
         gm_free(taken);
         s.budget = gm_budget_make(snap->memory_limit, base + s.budget.used);

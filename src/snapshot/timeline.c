@@ -61,7 +61,7 @@ struct addr_map {
 static void am_init(struct addr_map *m, const struct gm_snapshot *snap)
 {
     memset(m, 0, sizeof(*m));
-    m->budget = gm_budget_make(snap->memory_limit, snap->memory_bytes);
+    m->budget = gm_budget_make(snap->memory_limit, snap_memory_held(snap));
     gm_map_init(&m->map, &m->budget);
     m->free_head = AM_NONE;
 }
@@ -319,6 +319,7 @@ static void fold_init(struct snap_fold *f, struct gm_budget budget, bool keep_li
     f->sizes_agree = true;
 }
 
+/* Everything but the live list freed, and its bytes given back. */
 static void fold_drop(struct snap_fold *f)
 {
     am_release(&f->m);
@@ -329,6 +330,8 @@ static void fold_drop(struct snap_fold *f)
     f->displaced = f->unmatched = NULL;
     f->n_gone = f->cap_gone = f->n_displaced = f->cap_displaced = 0;
     f->n_unmatched = f->cap_unmatched = 0;
+    uint64_t live = gm_budget_bytes(f->cap_live, sizeof(*f->tl.live));
+    gm_budget_give(&f->m.budget, f->m.budget.used > live ? f->m.budget.used - live : 0);
 }
 
 void snap_fold_free(struct snap_fold *f)
@@ -343,6 +346,9 @@ void snap_fold_free(struct snap_fold *f)
 static void fold_give_up(struct snap_fold *f)
 {
     f->usable = false;
+    gm_free(f->tl.live);
+    f->tl.live = NULL;
+    f->tl.n_live = f->cap_live = 0;
     fold_drop(f);
 }
 
@@ -428,13 +434,17 @@ static GM_INLINE_ALWAYS bool fold_event(struct snap_fold *f, const struct gm_sna
     return true;
 }
 
-static void *fold_open(void *ctx, uint32_t index, uint64_t limit, struct gm_snapshot_packed *pk)
+static void *fold_open(void *ctx, uint32_t index, struct gm_budget *shared,
+                       struct gm_snapshot_packed *pk)
 {
     struct snap_fold *f = gm_malloc(sizeof(*f));
     (void)ctx;
     (void)index;
-    if (f)
-        fold_init(f, gm_budget_make(limit, 0), true);
+    if (f) {
+        struct gm_budget own = gm_budget_make(0, 0);
+        own.shared = shared;
+        fold_init(f, own, true);
+    }
     pk->fold = f;
     return f;
 }
@@ -644,7 +654,7 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
 
     /* pass 1: the fold's rule over the trace, without the lists the live list needs (pass 3
      * makes that list), its map charged beside the memory the snapshot holds */
-    fold_init(&f, gm_budget_make(snap->memory_limit, snap->memory_bytes), false);
+    fold_init(&f, gm_budget_make(snap->memory_limit, snap_memory_held(snap)), false);
     gm_snapshot_cursor_init(&c, d, 0);
     while ((e = gm_snapshot_cursor_next(&c)) != NULL)
         if (!fold_event(&f, e, (int64_t)c.index)) {
