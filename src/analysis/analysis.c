@@ -630,6 +630,7 @@ static struct scan *scan_taken(struct work *w, const struct raw_rule *rule)
     if (!gm_budget_fits(w->snap->memory_limit, snap_memory_held(w->snap) + w->priv->held + w->held,
                         s->budget.used))
         goto out_release;
+    w->priv->n_first_pass_taken++;
     return s;
 out_release:
     pass_release(s);
