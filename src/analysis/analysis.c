@@ -691,12 +691,10 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         gm_free(taken);
         s.budget = gm_budget_make(snap->memory_limit, base + s.budget.used);
         for (size_t i = 0; i < s.n_trace; i++) {
-            uint64_t x = s.trace[i].stream;
-            s.trace[i].stream = x && x <= snap->n_extras ? snap->extras[x - 1].stream : 0;
+            s.trace[i].stream = gm_snapshot_extra_stream(snap, s.trace[i].stream);
         }
         for (size_t i = 0; i < s.n_early; i++) {
-            uint64_t x = s.early[i].stream;
-            s.early[i].stream = x && x <= snap->n_extras ? snap->extras[x - 1].stream : 0;
+            s.early[i].stream = gm_snapshot_extra_stream(snap, s.early[i].stream);
         }
         scan_phases(&s, &rule, w->phase);
         if (w->diff_only)

@@ -214,10 +214,8 @@ static enum gm_status list_live(const struct gm_snapshot *snap, const struct gm_
                 const struct pend *p = &m.recs[i];
                 if (p->ev == AM_EMPTY)
                     continue;
-                PUSH_LIVE(p->addr, p->bytes,
-                          p->extra && p->extra <= snap->n_extras ? snap->extras[p->extra - 1].stream
-                                                                 : 0,
-                          p->stack, p->ev);
+                PUSH_LIVE(p->addr, p->bytes, gm_snapshot_extra_stream(snap, p->extra), p->stack,
+                          p->ev);
             }
         }
         if (!(e = gm_snapshot_cursor_next(&c)))
@@ -228,11 +226,8 @@ static enum gm_status list_live(const struct gm_snapshot *snap, const struct gm_
             if (!am_set(&m, e, (int32_t)k, &old))
                 goto out_fail;
             if (old.ev != AM_EMPTY && k <= peak) /* displaced: alive to the end */
-                PUSH_LIVE(old.addr, old.bytes,
-                          old.extra && old.extra <= snap->n_extras
-                              ? snap->extras[old.extra - 1].stream
-                              : 0,
-                          old.stack, old.ev);
+                PUSH_LIVE(old.addr, old.bytes, gm_snapshot_extra_stream(snap, old.extra), old.stack,
+                          old.ev);
         } else if (e->action == GM_ACTION_FREE_COMPLETED) {
             struct pend old;
             if (!am_take(&m, e->addr, &old) && k > peak) /* alive from the start */
@@ -487,7 +482,7 @@ static bool fold_live(struct snap_fold *f, const struct gm_snapshot *snap, const
         return false;
     l->addr = p->addr;
     l->bytes = p->bytes;
-    l->stream = p->extra && p->extra <= snap->n_extras ? snap->extras[p->extra - 1].stream : 0;
+    l->stream = gm_snapshot_extra_stream(snap, p->extra);
     l->stack = p->stack;
     l->alloc_event = p->ev;
     return true;
