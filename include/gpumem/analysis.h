@@ -1029,7 +1029,7 @@ struct gm_analysis_diff {
  * within an eighth of the snapshot's memory limit while loading (past it a trace is walked
  * after the load instead) and count in gm_snapshot.memory_bytes until the analysis takes
  * them, or until gm_snapshot_free().  Borrowed, static. */
-const struct gm_snapshot_consumer *gm_analysis_first_pass(void);
+const struct gm_snapshot_consumer *gm_analysis_first_pass_consumer(void);
 
 /* gm_analysis_run() without the per-category series (each device's points empty, and
  * a document with the series refuses it): every other figure the same, for the callers

@@ -428,7 +428,7 @@ struct gm_snapshot_opts {
      * which wins when both are set). */
     bool timeline_only;
     /* Work done on each device trace's events while the file is read (an analysis's first
-     * pass: gm_analysis_first_pass()), kept with the snapshot for that work to take up;
+     * pass: gm_analysis_first_pass_consumer()), kept with the snapshot for that work to take up;
      * NULL: none.  Never changes what the snapshot holds or any result. */
     const struct gm_snapshot_consumer *consumer;
 };

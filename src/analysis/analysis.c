@@ -7,12 +7,12 @@
  * per-event work is O(1): the run and iteration of an allocation by stepping forward, of
  * any other event through ana_index, never a search):
  *   1. one pass, on the events as the loader commits them when the load was given
- *      gm_analysis_first_pass(), else with a cursor over the stored trace ("step 1" below):
- *      allocations (alloc -> free_completed by address, as gm_snapshot_timeline()
- *      does, with the allocation each free_completed ends kept in trace order), the raw
- *      phase of each event from its stack (classify.c), the oom events, the segment
- *      events for the layout history (layout.c builds it from them in step 6) and the
- *      reserved bytes, the time of each event (as the step from the one before)
+ *      gm_analysis_first_pass_consumer(), else with a cursor over the stored trace ("step 1"
+ * below): allocations (alloc -> free_completed by address, as gm_snapshot_timeline() does, with the
+ * allocation each free_completed ends kept in trace order), the raw phase of each event from its
+ * stack (classify.c), the oom events, the segment events for the layout history (layout.c builds it
+ * from them in step 6) and the reserved bytes, the time of each event (as the step from the one
+ * before)
  *   2. unknown events smoothed from their neighbours (docs/analysis.md, "Phases"): over
  *      the raw phases of step 1, the trace read only around an unknown event between two
  *      forward ones (its stack and the callers either side)
@@ -277,12 +277,12 @@ static void drop_times(struct work *w)
  * Step 1's work per event (scan_event()): the time steps, the layout history's events, the
  * allocations matched to their frees by address, the oom events and each event's raw
  * phase.  It runs either on the events as the loader commits them (the analysis's consumer,
- * gm_analysis_first_pass(), which spares the analysis a decode of the stored trace) or over
- * the stored trace after the load (scan_walk()), when the consumer did not see the whole
- * trace or its holdings do not fit the analysis's budget: the same code either way, so the
- * results do not depend on which ran.  While loading there is no classifier and no
- * annotation yet: each event's stack is kept (stk[]) and its raw phase made after the load
- * by the rule the walk applies at once (raw_rule_phase()). */
+ * gm_analysis_first_pass_consumer(), which spares the analysis a decode of the stored trace) or
+ * over the stored trace after the load (scan_walk()), when the consumer did not see the whole trace
+ * or its holdings do not fit the analysis's budget: the same code either way, so the results do not
+ * depend on which ran.  While loading there is no classifier and no annotation yet: each event's
+ * stack is kept (stk[]) and its raw phase made after the load by the rule the walk applies at once
+ * (raw_rule_phase()). */
 
 /* stk[]: the event's action has no phase (snapshot, other); stacks stay below it. */
 #define STK_NO_PHASE 0x80000000u
@@ -593,7 +593,7 @@ static const struct snap_consumer_ops pass_ops = {pass_open, pass_events, pass_a
 
 static const struct gm_snapshot_consumer first_pass = {&pass_ops, NULL};
 
-const struct gm_snapshot_consumer *gm_analysis_first_pass(void)
+const struct gm_snapshot_consumer *gm_analysis_first_pass_consumer(void)
 {
     return &first_pass;
 }

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&o, 0, sizeof o);
     o.memory_limit = 64u << 20;
     /* the first analysis takes the first pass made while loading, the later ones walk */
-    o.consumer = gm_analysis_first_pass();
+    o.consumer = gm_analysis_first_pass_consumer();
     if (gm_snapshot_load_mem(data, size, &o, &s, &err) != GM_OK)
         return 0;
     if (gm_analysis_run(s, &ao, &an, &err) == GM_OK) {

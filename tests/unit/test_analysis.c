@@ -2047,7 +2047,7 @@ static void test_diff_analysis_of_real_files_equals_the_full_one(void **state)
     each_real_snapshot(diff_analysis_agrees_file);
 }
 
-/* ---- the first pass done while loading (gm_analysis_first_pass()) ---- */
+/* ---- the first pass done while loading (gm_analysis_first_pass_consumer()) ---- */
 
 /* The documents (with the series when 'series') and the allocations of two analyses are
  * the same bytes. */
@@ -2093,7 +2093,7 @@ static void first_pass_agrees(const char *buf, size_t len, const char *name)
     struct gm_snapshot_opts with;
     struct gm_error err;
     memset(&with, 0, sizeof(with));
-    with.consumer = gm_analysis_first_pass();
+    with.consumer = gm_analysis_first_pass_consumer();
     for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
         struct gm_snapshot *plain, *fed;
         struct gm_analysis *a, *b, *c;
@@ -2241,7 +2241,7 @@ static struct gm_analysis *analyse_loaded(const char *buf, size_t len, uint64_t 
     FILE *f;
     memset(&o, 0, sizeof(o));
     o.memory_limit = limit;
-    o.consumer = first ? gm_analysis_first_pass() : NULL;
+    o.consumer = first ? gm_analysis_first_pass_consumer() : NULL;
     assert_int_equal(gm_snapshot_load_mem(buf, len, &o, snap, &err), GM_OK);
     assert_int_equal(gm_analysis_run(*snap, NULL, &an, &err), GM_OK);
     *taken = ((const struct ana_priv *)an->priv_)->n_first_pass_taken;
