@@ -1561,6 +1561,19 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
                        "--cp %llu needs --seq a multiple of 2 x cp (two chunks per rank) and no "
                        "--tokens-per-batch",
                        (unsigned long long)p->cp);
+    /* the one stack whose context parallelism gpumem models is torchtitan's, which shards the
+     * model with FSDP2's fully_shard over the dp_shard_cp mesh and trains every parameter */
+    if (p->cp > 1 && p->shard != GM_SHARD_NONE && p->shard != GM_SHARD_FSDP)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--cp runs under torchtitan's FSDP2 (--fsdp --fsdp-version 2), not --zero");
+    if (p->cp > 1 && p->shard == GM_SHARD_FSDP && p->fsdp_version != 2)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--cp with --fsdp needs FSDP2 (--fsdp-version 2): torchtitan shards its "
+                       "context-parallel model with fully_shard");
+    if (p->cp > 1 && j->memory.adapter != GM_ADAPTER_NONE)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--cp runs as torchtitan's full training (FSDP2), not with --lora or "
+                       "--qlora");
     if (p->cp > 1 && j->memory.attention == GM_ATTN_EAGER)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--cp needs SDPA attention (ring attention wraps the flash and efficient "

@@ -432,7 +432,7 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
     uint64_t t = p->tp, g = p->gpus, D, cpu = 0, grads = 0, n = cx->n;
     int stage = p->shard == GM_SHARD_FSDP ? 3 : (int)p->shard;
     double share = expert_share(m, n);
-    char note[GM_EST_NOTE_MAX];
+    char note[GM_EST_NOTE_MAX], ranks[96] = "data-parallel ranks";
     enum gm_status st;
 
     fill_layout(j, l);
@@ -525,13 +525,16 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
     if (p->cp > 1)
         est_assume(e,
                    "context parallel %llu (ring attention, all-gather rotation): each rank holds "
-                   "seq / %llu = %llu tokens and gathers all ranks' keys and values; FSDP shards "
-                   "over data x context ranks",
+                   "seq / %llu = %llu tokens and gathers all ranks' keys and values; %s over "
+                   "data x context ranks",
                    (unsigned long long)p->cp, (unsigned long long)p->cp,
-                   (unsigned long long)(j->workload.seq / p->cp));
+                   (unsigned long long)(j->workload.seq / p->cp),
+                   p->shard == GM_SHARD_FSDP ? "FSDP shards" : "gradients averaged");
+    if (p->cp > 1)
+        snprintf(ranks, sizeof ranks, "data x context ranks (%llu x %llu)",
+                 (unsigned long long)(D / p->cp), (unsigned long long)p->cp);
     if (j->mode == GM_EST_TRAIN && (p->shard != GM_SHARD_NONE || D > 1))
-        est_assume(e, "%s%s over %llu data-parallel ranks (%llu GPUs, %llu per node)%s%s",
-                   gm_shard_name(p->shard),
+        est_assume(e, "%s%s over %llu %s (%llu GPUs, %llu per node)%s%s", gm_shard_name(p->shard),
                    p->shard != GM_SHARD_FSDP  ? ""
                    : p->fsdp_version == 2     ? (p->reshard_after_forward ? " (FSDP2 fully_shard)"
                                                                           : " (FSDP2 fully_shard, "
@@ -539,7 +542,7 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
                                                                             "forward)")
                    : p->reshard_after_forward ? " (FSDP1 FULL_SHARD)"
                                               : " (FSDP1 SHARD_GRAD_OP)",
-                   (unsigned long long)D, (unsigned long long)g,
+                   (unsigned long long)D, ranks, (unsigned long long)g,
                    (unsigned long long)l->gpus_per_node,
                    p->offload_optimizer ? "; optimizer state, master weights and step on "
                                           "the CPU"

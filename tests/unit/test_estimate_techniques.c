@@ -1330,8 +1330,9 @@ static void test_context_parallel(void **state)
     struct gm_job j;
     bool said = false;
     (void)state;
-    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 8 --fsdp", &base);
-    run("llama-3-8b", "--train --batch 1 --seq 8192 --gpus 8 --fsdp --cp 2", &with);
+    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 8 --fsdp --fsdp-version 2", &base);
+    run("llama-3-8b", "--train --batch 1 --seq 8192 --gpus 8 --fsdp --fsdp-version 2 --cp 2",
+        &with);
     assert_int_equal(changed_kinds(base, with), K(GM_KIND_BACKWARD_TEMP));
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_BACKWARD_TEMP) -
                          gm_estimate_kind_bytes(base, GM_KIND_BACKWARD_TEMP),
@@ -1342,17 +1343,20 @@ static void test_context_parallel(void **state)
     /* the forward's (the replay allocates it around each checkpointed layer's attention):
      * contiguous k, v and their concatenation 2 x 2 x 2 B, the gathered cp x 2 x 2 B, the
      * merger's fp32 output, block output and difference 3 x 4 B; none without --cp */
-    job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp --cp 2", &j);
+    job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp --fsdp-version 2 --cp 2", &j);
     assert_int_equal(est_ring_attention_per_token(&j, j.model.model, false),
                      hq * (2 * 2 * 2 + cp * 2 * 2 + 3 * 4));
     job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp", &j);
     assert_int_equal(est_ring_attention_per_token(&j, j.model.model, false), 0);
     /* with full checkpointing the replay runs each layer's forward op by op: one ring
      * allocation more per layer and step */
-    run("llama-3-8b", "--train --batch 1 --seq 4096 --gpus 8 --fsdp --grad-checkpointing full",
+    run("llama-3-8b",
+        "--train --batch 1 --seq 4096 --gpus 8 --fsdp --fsdp-version 2 --grad-checkpointing full",
         &base);
     run("llama-3-8b",
-        "--train --batch 1 --seq 8192 --gpus 8 --fsdp --grad-checkpointing full --cp 2", &with);
+        "--train --batch 1 --seq 8192 --gpus 8 --fsdp --fsdp-version 2 --grad-checkpointing full "
+        "--cp 2",
+        &with);
     assert_true(base->replay.used && with->replay.steps == base->replay.steps);
     assert_int_equal(with->replay.mallocs - base->replay.mallocs, 32 * base->replay.steps);
 }
@@ -1420,6 +1424,13 @@ static void test_technique_checks(void **state)
         {"llama-3-8b", "--train --gpus 8 --seq 8190 --cp 2", "multiple of 2 x cp"},
         {"llama-3-8b", "--train --gpus 8 --cp 2 --attention eager", "needs SDPA"},
         {"llama-3-8b", "--infer --gpus 2 --cp 2", "--train"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8192 --cp 2 --zero 3", "not --zero"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8192 --cp 2 --zero 1", "not --zero"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8192 --cp 2 --fsdp", "needs FSDP2"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8192 --cp 2 --fsdp --fsdp-version 2 --lora",
+         "not with --lora"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8192 --cp 2 --fsdp --fsdp-version 2 --qlora",
+         "not with --lora"},
         {"llama-3-8b", "--train --gpus 4 --pp 2 --fsdp --fsdp-version 1", "needs FSDP2"},
         {"llama-3-8b", "--train --gpus 4 --pp 2 --zero 3", "ZeRO-1 at most"},
         {"llama-3-8b", "--infer --engine vllm --gpu H100 --vllm-version 1.x", "not a version"},
