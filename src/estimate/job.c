@@ -805,9 +805,9 @@ static const struct gm_job_setting settings[] = {
                 TRAIN, set_bnb_version),
     [EST_SET_TORCH_VERSION] =
         TEXT_FN("torch-version", "V",
-                "PyTorch (before 2.0: for-loop optimizer step, zero_grad() to zeros; default "
-                "current)",
-                TRAIN, set_torch_version),
+                "PyTorch (training before 2.0: for-loop optimizer step, zero_grad() to zeros; "
+                "vLLM on Hopper before 2.8.1: MXFP4 experts unswizzled; default current)",
+                RUN, set_torch_version),
     /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     [EST_SET_QUANT] =
         {"quant", GM_JOB_CHOICE, NULL,
