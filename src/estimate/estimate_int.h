@@ -565,6 +565,10 @@ uint64_t est_data_parallel(const struct gm_job *job);
  * parallelism divides them later); 0 without --cp. */
 double est_ring_attention_per_token(const struct gm_job *job, const struct gm_model *m,
                                     bool backward);
+/* One rank's forward ring buffers for one attention call over 'tokens' local tokens: the
+ * heads split over the tensor-parallel ranks; 0 without --cp. */
+uint64_t est_ring_attention_bytes(const struct gm_job *job, const struct gm_model *m,
+                                  double tokens);
 /* The value 'v' of setting 'id' as the user types it ("3", "fp8", "0.95"; "" for a flag). */
 void est_setting_value_text(enum est_setting id, const union gm_job_value *v, char *out, size_t n);
 /* The --quant choices, in the order of the setting's choices (the value est_job_put() takes). */

@@ -64,6 +64,12 @@ double est_ring_attention_per_token(const struct gm_job *j, const struct gm_mode
     return g.q * (3.0 * 4.0 + 2.0 * ea + 2.0 * ea + 2.0 * ea * cp + 2.0 * 2.0 * 4.0);
 }
 
+uint64_t est_ring_attention_bytes(const struct gm_job *j, const struct gm_model *m, double tokens)
+{
+    double t = (double)(j->parallel.tp ? j->parallel.tp : 1);
+    return est_round(tokens * est_ring_attention_per_token(j, m, false) / t);
+}
+
 /* Share of the parameters in routed experts (what expert parallelism splits). */
 static double expert_share(const struct gm_model *m, uint64_t n)
 {

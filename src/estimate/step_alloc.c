@@ -679,7 +679,7 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     r->b_v = est_round(T * g.v * ea / t);
     r->b_o = est_round(T * g.o_in * ea / t);
     r->b_mlp = est_round(T * g.mlp * ea / t);
-    r->b_ring = est_round(T * est_ring_attention_per_token(j, m, false) / t);
+    r->b_ring = est_ring_attention_bytes(j, m, T);
 
     r->share_emb = tot > 0 ? ((double)pc->embedding + (double)pc->positions) / tot : 0;
     r->share_head = tot > 0 ? ((double)pc->lm_head + (double)pc->other) / tot : 0;

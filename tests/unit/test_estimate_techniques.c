@@ -1348,6 +1348,11 @@ static void test_context_parallel(void **state)
                      hq * (2 * 2 * 2 + cp * 2 * 2 + 3 * 4));
     job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp", &j);
     assert_int_equal(est_ring_attention_per_token(&j, j.model.model, false), 0);
+    /* at tp 2 each rank holds half the heads: the replay's ring allocation over a rank's
+     * 4096 tokens halves */
+    job_make("llama-3-8b", "--train --seq 8192 --gpus 8 --fsdp --fsdp-version 2 --tp 2 --cp 2", &j);
+    assert_int_equal(est_ring_attention_bytes(&j, j.model.model, 4096.0),
+                     4096 * hq * (2 * 2 * 2 + cp * 2 * 2 + 3 * 4) / 2);
     /* with full checkpointing the replay runs each layer's forward op by op: one ring
      * allocation more per layer and step */
     run("llama-3-8b",
@@ -1359,6 +1364,25 @@ static void test_context_parallel(void **state)
         &with);
     assert_true(base->replay.used && with->replay.steps == base->replay.steps);
     assert_int_equal(with->replay.mallocs - base->replay.mallocs, 32 * base->replay.steps);
+    /* tensor parallel 2 without sequence parallelism: the backward transients, ring buffers
+     * included, scale by Korthikanti's (10 + 24/2)/34 as at cp 1; the replay still allocates
+     * the ring once per layer and step */
+    {
+        uint64_t tp1 = gm_estimate_kind_bytes(with, GM_KIND_BACKWARD_TEMP), tp2;
+        uint64_t steps = with->replay.steps;
+        run("llama-3-8b",
+            "--train --batch 1 --seq 8192 --gpus 8 --fsdp --fsdp-version 2 --grad-checkpointing "
+            "full --cp 2 --tp 2",
+            &with);
+        tp2 = gm_estimate_kind_bytes(with, GM_KIND_BACKWARD_TEMP);
+        assert_true(tp2 + 1 >= tp1 * 22 / 34 && tp2 <= tp1 * 22 / 34 + 1);
+        run("llama-3-8b",
+            "--train --batch 1 --seq 4096 --gpus 8 --fsdp --fsdp-version 2 --grad-checkpointing "
+            "full --tp 2",
+            &base);
+        assert_int_equal(with->replay.steps, steps);
+        assert_int_equal(with->replay.mallocs - base->replay.mallocs, 32 * steps);
+    }
 }
 
 /* FSDP2 under pipeline parallelism as torchtitan and torch.distributed.pipelining run it:
