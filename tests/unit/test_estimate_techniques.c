@@ -1315,7 +1315,6 @@ static void test_vllm_versions(void **state)
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), GM_GIB);
 }
 
-/* Settings that need others, and the refusals of the sources' own code. */
 /* Context parallelism as torch's context_parallel runs it under torchtitan: every rank holds
  * seq / cp tokens, FSDP shards over the data x context ranks, so a job at seq 8192 over cp 2
  * keeps what the same job at seq 4096 keeps but for ring attention's backward buffers (per
@@ -1420,6 +1419,7 @@ static void test_pipeline_with_fsdp(void **state)
     assert_int_equal(one, layer * (2 + 4));
 }
 
+/* Settings that need others, and the refusals of the sources' own code. */
 static void test_technique_checks(void **state)
 {
     static const struct {
@@ -1444,7 +1444,9 @@ static void test_technique_checks(void **state)
         {"llama-3-8b", "--train --lora --lora-targets qkv", "separate q, k and v"},
         {"llama-3-8b", "--train --adapter-dtype bf16", "needs --lora or --qlora"},
         {"llama-3-8b", "--infer --pp 2", "--engine vllm"},
-        {"llama-3-8b", "--train --gpus 8 --seq 8192 --cp 3", "multiple of --tp x --pp x --cp"},
+        {"llama-3-8b", "--train --gpus 8 --seq 8192 --cp 3",
+         "--gpus 8 is not a multiple of --tp 1 x --pp 1 x --cp 3"},
+        {"llama-3-8b", "--train --gpus 8 --cp 2 --tokens-per-batch 4096", "not --tokens-per-batch"},
         {"llama-3-8b", "--train --gpus 8 --seq 8190 --cp 2", "multiple of 2 x cp"},
         {"llama-3-8b", "--train --gpus 8 --cp 2 --attention eager", "needs SDPA"},
         {"llama-3-8b", "--infer --gpus 2 --cp 2", "--train"},
