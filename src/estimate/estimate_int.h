@@ -565,8 +565,14 @@ uint64_t est_data_parallel(const struct gm_job *job);
  * parallelism divides them later); 0 without --cp. */
 double est_ring_attention_per_token(const struct gm_job *job, const struct gm_model *m,
                                     bool backward);
-/* One rank's forward ring buffers for one attention call over 'tokens' local tokens: the
- * heads split over the tensor-parallel ranks; 0 without --cp. */
+/* One rank's forward ring tensors for one attention call over 'tokens' local tokens, in the
+ * order the call allocates them (contiguous k and v, k|v, the all-gathered k|v, the merger's
+ * fp32 output, a block's fp32 output and the update's difference): the heads split over the
+ * tensor-parallel ranks.  Returns how many it wrote (EST_RING_PARTS; 0 without --cp). */
+#define EST_RING_PARTS 7
+size_t est_ring_attention_parts(const struct gm_job *job, const struct gm_model *m, double tokens,
+                                uint64_t part[EST_RING_PARTS]);
+/* Their sum. */
 uint64_t est_ring_attention_bytes(const struct gm_job *job, const struct gm_model *m,
                                   double tokens);
 /* The value 'v' of setting 'id' as the user types it ("3", "fp8", "0.95"; "" for a flag). */

@@ -64,10 +64,33 @@ double est_ring_attention_per_token(const struct gm_job *j, const struct gm_mode
     return g.q * (3.0 * 4.0 + 2.0 * ea + 2.0 * ea + 2.0 * ea * cp + 2.0 * 2.0 * 4.0);
 }
 
+size_t est_ring_attention_parts(const struct gm_job *j, const struct gm_model *m, double tokens,
+                                uint64_t part[EST_RING_PARTS])
+{
+    struct est_geom g;
+    double ea = (double)est_weight_elem_bytes(j->numerics.precision), w;
+    if (j->parallel.cp <= 1 || !m)
+        return 0;
+    est_geom(m, &g);
+    /* the query width on one tensor-parallel rank, over the local tokens */
+    w = tokens * g.q / (double)(j->parallel.tp ? j->parallel.tp : 1);
+    part[0] = est_round(w * ea);                                /* contiguous k */
+    part[1] = est_round(w * ea);                                /* contiguous v */
+    part[2] = est_round(w * 2.0 * ea);                          /* k|v */
+    part[3] = est_round(w * 2.0 * ea * (double)j->parallel.cp); /* all-gathered k|v */
+    part[4] = est_round(w * 4.0);                               /* merged output, fp32 */
+    part[5] = est_round(w * 4.0);                               /* a block's output in fp32 */
+    part[6] = est_round(w * 4.0);                               /* the update's difference */
+    return EST_RING_PARTS;
+}
+
 uint64_t est_ring_attention_bytes(const struct gm_job *j, const struct gm_model *m, double tokens)
 {
-    double t = (double)(j->parallel.tp ? j->parallel.tp : 1);
-    return est_round(tokens * est_ring_attention_per_token(j, m, false) / t);
+    uint64_t part[EST_RING_PARTS], sum = 0;
+    size_t n = est_ring_attention_parts(j, m, tokens, part);
+    for (size_t i = 0; i < n; i++)
+        sum = gm_add_sat(sum, part[i]);
+    return sum;
 }
 
 /* Share of the parameters in routed experts (what expert parallelism splits). */
