@@ -36,9 +36,16 @@ static int open_many(const char *cmd, char *const *paths, size_t n,
                      struct gm_analysis **ans)
 {
     struct open_ctx c = {paths, ans, o ? o->rules : NULL, run};
+    struct snapcli_load_opts lo;
     int rc;
+    /* the analysis's first pass done while each file is read */
+    if (o)
+        lo = *o;
+    else
+        memset(&lo, 0, sizeof(lo));
+    lo.consumer = gm_analysis_first_pass();
     memset(ans, 0, n * sizeof(*ans));
-    rc = snapcli_load_many(cmd, paths, n, o, analyse, &c, snaps);
+    rc = snapcli_load_many(cmd, paths, n, &lo, analyse, &c, snaps);
     if (rc) {
         for (size_t i = 0; i < n; i++) {
             gm_analysis_free(ans[i]);

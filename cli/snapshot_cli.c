@@ -57,6 +57,7 @@ static void load_opts(struct gm_snapshot_opts *opts, const struct snapcli_load_o
         opts->memory_limit = o->memory_limit;
         opts->drop_events = o->drop_events;
         opts->timeline_only = o->timeline_only;
+        opts->consumer = o->consumer;
     }
 }
 

@@ -22,6 +22,8 @@ struct snapcli_load_opts {
     const struct gm_category_rules *rules; /* --categories: analyses made by the loading
                                             * helpers apply them; NULL: none */
     bool timeline_only; /* only the timelines and the peaks are needed (no analysis) */
+    /* work done on the events while they are read (gm_snapshot_opts.consumer), or NULL */
+    const struct gm_snapshot_consumer *consumer;
 };
 
 /* --memory-limit SIZE, for the option table of every snapshot command. */

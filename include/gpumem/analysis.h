@@ -1018,6 +1018,16 @@ struct gm_analysis_diff {
     void *priv_;
 };
 
+/* The first pass of an analysis, for gm_snapshot_opts.consumer: given to the load of a
+ * snapshot that is then analysed (gm_analysis_run(), gm_analysis_run_figures(),
+ * gm_analysis_diff_prepare()), the first analysis's walk of each device trace is done on the
+ * events as the file is read, instead of decoding the stored events again afterwards.  The
+ * results are the same either way (a trace it could not follow whole is walked as without
+ * it); a later analysis of the same snapshot walks.  It holds about 8 bytes an event and
+ * the allocations until the analysis takes it, or until gm_snapshot_free().  Borrowed,
+ * static. */
+const struct gm_snapshot_consumer *gm_analysis_first_pass(void);
+
 /* gm_analysis_run() without the per-category series (each device's points empty, and
  * a document with the series refuses it): every other figure the same, for the callers
  * that show none (categories without --series, leaks).  Errors: as gm_analysis_run(). */

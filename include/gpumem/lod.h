@@ -75,6 +75,13 @@ static inline int64_t gm_lod_axis_kept_us(const struct gm_lod_axis *a, size_t k)
     return a->x32_ ? (int64_t)a->x32_[k] : a->x64_[k];
 }
 
+/* The x's an axis keeps in 32 bits (time_us - t0_us of each event), else NULL: for loops
+ * that read them with no test per event (gm_lod_axis_kept_x() reads either width). */
+static inline const uint32_t *gm_lod_axis_x32(const struct gm_lod_axis *a)
+{
+    return a->x32_;
+}
+
 /* x of event k (0 <= k < a->n_events) of an axis that keeps them: gm_lod_axis_x() without
  * its checks, for loops over many events. */
 static inline double gm_lod_axis_kept_x(const struct gm_lod_axis *a, size_t k)
@@ -133,6 +140,7 @@ struct gm_lod {
     /* private */
     unsigned cur_;
     bool any_;
+    struct gm_lod_bucket *cur_b_; /* &b[cur_] */
 };
 
 /* What gm_lod_add() made of a point. */
@@ -171,7 +179,7 @@ unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v);
  * that bucket; a point was added before): no lookup, for loops over many points. */
 static inline unsigned gm_lod_add_here(struct gm_lod *l, int64_t k, uint64_t v)
 {
-    struct gm_lod_bucket *b = &l->b[l->cur_];
+    struct gm_lod_bucket *b = l->cur_b_;
     unsigned flags = 0;
     if (v < b->min) {
         b->min = v;
@@ -248,6 +256,9 @@ struct gm_lod_totals {
     struct gm_lod res;       /* reserved bytes */
     /* private */
     double x_next_;
+    /* an event at a whole x below it (x kept in 32 bits) falls in the bucket of the one
+     * before: ceil(x_next_) within [0, 2^32], 0 while the axis keeps no 32-bit x's */
+    uint64_t next_u_;
 };
 
 /* Begin the totals of 'dev', whose events with a time the caller counted ('n_timed', as
@@ -268,11 +279,15 @@ static inline void gm_lod_totals_add(struct gm_lod_totals *t, int64_t k,
                                      uint64_t reserved)
 {
     int64_t v;
-    if (t->axis.x32_ && gm_snapshot_span_us(e->time_us, t->axis.t0_us, &v) && v >= 0 &&
-        v <= (int64_t)UINT32_MAX && (double)v < t->x_next_) {
+    /* v < 0 is beyond every bound as unsigned */
+    if (gm_snapshot_span_us(e->time_us, t->axis.t0_us, &v) && (uint64_t)v < t->next_u_) {
         t->axis.x32_[k] = (uint32_t)v;
         gm_lod_add_here(&t->alloc, k, allocated);
-        gm_lod_add_here(&t->res, k, reserved);
+        /* the reserved bytes seldom change: an unchanged value moves only the bucket's
+         * point count and last point, which are the allocated series' own (one point an
+         * event in both) and copied from it before the bucket is left or read */
+        if (reserved != t->res.cur_b_->last)
+            gm_lod_add_here(&t->res, k, reserved);
         return;
     }
     gm_lod_totals_step(t, k, e, allocated, reserved);

@@ -211,6 +211,7 @@ static inline uint64_t gm_snapshot_event_device_free(const struct gm_snapshot_ev
 /* A device trace as the loader keeps it: packed, a few bytes per event (opaque; read it
  * with a struct gm_snapshot_cursor or gm_snapshot_events_read()). */
 struct gm_snapshot_packed;
+struct gm_snapshot_consumer;
 
 /* Everything the file says about one device index. */
 struct gm_snapshot_device {
@@ -426,6 +427,10 @@ struct gm_snapshot_opts {
      * the folds and what else needs the events refuses the snapshot (as with drop_events,
      * which wins when both are set). */
     bool timeline_only;
+    /* Work done on each device trace's events while the file is read (an analysis's first
+     * pass: gm_analysis_first_pass()), kept with the snapshot for that work to take up;
+     * NULL: none.  Never changes what the snapshot holds or any result. */
+    const struct gm_snapshot_consumer *consumer;
 };
 
 /* Load the snapshot pickle at 'path' (mapped, not copied; a gzip'd file is inflated into

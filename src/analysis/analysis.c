@@ -3,10 +3,12 @@
  * event a phase, find the iterations, classify every allocation, build the per-category
  * series, find leaks and compute fragmentation at the peak and at each oom.
  *
- * Order of the work for one device (one pass reads the whole trace in order with a
- * cursor; the per-event work is O(1): the run and iteration of an allocation by stepping
- * forward, of any other event through ana_index, never a search):
- *   1. one pass: allocations (alloc -> free_completed by address, as gm_snapshot_timeline()
+ * Order of the work for one device (one pass reads the whole trace in order; the
+ * per-event work is O(1): the run and iteration of an allocation by stepping forward, of
+ * any other event through ana_index, never a search):
+ *   1. one pass, on the events as the loader commits them when the load was given
+ *      gm_analysis_first_pass(), else with a cursor over the stored trace ("step 1" below):
+ *      allocations (alloc -> free_completed by address, as gm_snapshot_timeline()
  *      does, with the allocation each free_completed ends kept in trace order), the raw
  *      phase of each event from its stack (classify.c), the oom events, the segment
  *      events for the layout history (layout.c builds it from them in step 6) and the
@@ -31,6 +33,7 @@
 #include "base/budget.h"
 #include "base/hint.h"
 #include "base/vec.h"
+#include "snapshot/snapshot_int.h"
 
 #include "gpumem/arena.h"
 #include "gpumem/lod.h"
@@ -124,12 +127,16 @@ struct work {
     struct gm_lod_totals *totals;        /* gm_analysis_opts.totals: fed by build_series */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
-    uint16_t *dt;      /* per event: its time_us less the one before (the first: 0), kept by
-                          scan_trace while every event has a time and no step goes back or
-                          past 2^32 us; the series then reads no trace (NULL: it does);
-                          DT_WIDE: the next of dt_wide[] */
+    uint16_t *dt; /* per event: its time_us less the one before (the first: 0), kept by
+                     scan_trace while every event has a time and no step goes back or
+                     past 2^32 us; the series then reads no trace (NULL: it does);
+                     DT_WIDE: the next of dt_wide[] */
+    size_t cap_dt;
     uint32_t *dt_wide; /* the steps of DT_WIDE or more, in event order */
     size_t n_dt_wide, cap_dt_wide;
+    uint32_t *stk; /* per event its stack (| STK_NO_PHASE) when the loader's scan kept them,
+                      else NULL: compute_phases reads them instead of the trace */
+    size_t cap_stk;
     uint64_t held;  /* bytes this device's analysis holds, against the memory limit */
     size_t n_timed; /* events with a time_us */
 };
@@ -160,21 +167,6 @@ static enum gm_status over_limit(struct work *w, struct gm_error *err)
     char what[64];
     snprintf(what, sizeof(what), "the analysis of device %d", (int)w->sd->index);
     return gm_budget_fail(err, what, UINT64_MAX, w->snap->memory_limit);
-}
-
-/* Grow a GM_VEC_BIG array of 'elem'-byte items for 'need' items, within the limit. */
-static enum gm_status grow(struct work *w, void **p, size_t *cap, size_t need, size_t elem,
-                           struct gm_error *err)
-{
-    struct gm_budget b =
-        gm_budget_make(w->snap->memory_limit, w->snap->memory_bytes + w->priv->held + w->held);
-    uint64_t before = b.used;
-    *p = gm_vec_grow(*p, cap, need, elem, GM_VEC_BIG, &b);
-    if (need > *cap)
-        return b.over ? over_limit(w, err)
-                      : gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
-    w->held += b.used - before;
-    return GM_OK;
 }
 
 /* ---------------------------------------------------------------- allocations */
@@ -264,31 +256,14 @@ static void drop_times(struct work *w)
 {
     if (!w->dt)
         return;
-    gm_big_free(w->dt, w->sd->n_events * sizeof(uint16_t));
+    gm_big_free(w->dt, w->cap_dt * sizeof(uint16_t));
     w->dt = NULL;
-    w->held -= gm_budget_bytes(w->sd->n_events, sizeof(uint16_t));
+    w->held -= gm_budget_bytes(w->cap_dt, sizeof(uint16_t));
+    w->cap_dt = 0;
     gm_big_free(w->dt_wide, w->cap_dt_wide * sizeof(uint32_t));
     w->dt_wide = NULL;
     w->held -= (uint64_t)w->cap_dt_wide * sizeof(uint32_t);
     w->n_dt_wide = w->cap_dt_wide = 0;
-}
-
-/* Keep the step 'd' (DT_WIDE or more) of event k in dt_wide[]; false when it cannot be kept
- * (2^32 us or more, or beyond the memory limit: the times are then dropped). */
-static bool keep_wide_step(struct work *w, size_t k, uint64_t d)
-{
-    if (d > UINT32_MAX) {
-        drop_times(w);
-        return false;
-    }
-    if (w->n_dt_wide == w->cap_dt_wide && grow(w, (void **)&w->dt_wide, &w->cap_dt_wide,
-                                               w->n_dt_wide + 1, sizeof(uint32_t), NULL) != GM_OK) {
-        drop_times(w);
-        return false;
-    }
-    w->dt[k] = DT_WIDE;
-    w->dt_wide[w->n_dt_wide++] = (uint32_t)d;
-    return true;
 }
 
 /* Set in w->phase by scan_trace on an unknown event whose stack is empty (compute_phases
@@ -297,152 +272,444 @@ static bool keep_wide_step(struct work *w, size_t k, uint64_t d)
 /* Not yet known (scan_trace's raw phase per stack). */
 #define RAW_UNSET 0xff
 
-/* Step 1: one pass over the trace. */
+/* ---------------------------------------------------------------- step 1
+ *
+ * Step 1's work per event (scan_event()): the time steps, the layout history's events, the
+ * allocations matched to their frees by address, the oom events and each event's raw
+ * phase.  It runs either on the events as the loader commits them (the analysis's consumer,
+ * gm_analysis_first_pass(), which spares the analysis a decode of the stored trace) or over
+ * the stored trace after the load (scan_walk()), when the consumer did not see the whole
+ * trace or its holdings do not fit the analysis's budget: the same code either way, so the
+ * results do not depend on which ran.  While loading there is no classifier and no
+ * annotation yet: each event's stack is kept (stk[]) and its raw phase made after the load
+ * by the rule the walk applies at once (raw_rule_phase()). */
+
+/* stk[]: the event's action has no phase (snapshot, other); stacks stay below it. */
+#define STK_NO_PHASE 0x80000000u
+
+enum scan_stop { SCAN_OK = 0, SCAN_NOMEM, SCAN_OVER, SCAN_TOO_MANY };
+
+struct scan {
+    struct gm_budget budget; /* what it holds, counted within its limit */
+    enum scan_stop stop;     /* why it stopped, SCAN_OK while it goes on */
+    bool loading;            /* fed by the loader (stk[] kept, streams left as extras) */
+    bool abandoned;          /* the loader gave up on it: the trace is walked instead */
+    bool diff_only;          /* no times, free order or layout events (a diff's walk) */
+    size_t n;                /* events seen */
+    uint32_t *stk;           /* loading: per event, its stack (| STK_NO_PHASE) */
+    size_t cap_stk;
+    uint16_t *dt; /* per event: its time_us less the one before (see struct work), NULL:
+                     not kept */
+    size_t cap_dt;
+    uint32_t *dt_wide;
+    size_t n_dt_wide, cap_dt_wide;
+    int64_t last_t, t0; /* the time of the last event, of the first */
+    struct gm_analysis_alloc *trace, *early;
+    size_t n_trace, cap_trace, n_early, cap_early;
+    struct gm_map map; /* address -> index in trace[] of the allocation there */
+    uint32_t *free_of; /* see struct work */
+    size_t n_free_of, cap_free_of;
+    int64_t *ooms;
+    size_t n_oom, cap_oom;
+    struct ana_layout_events seg_events;
+    bool has_frames;
+    size_t n_timed;
+};
+
+/* Grow a GM_VEC_BIG array within the scan's budget; false (and why in s->stop) when it
+ * cannot. */
+static bool scan_grow(struct scan *s, void **p, size_t *cap, size_t need, size_t elem)
+{
+    s->budget.over = false;
+    *p = gm_vec_grow(*p, cap, need, elem, GM_VEC_BIG, &s->budget);
+    if (need <= *cap)
+        return true;
+    s->stop = s->budget.over ? SCAN_OVER : SCAN_NOMEM;
+    return false;
+}
+
+/* No times kept after all (the series reads the trace for them). */
+static void scan_drop_times(struct scan *s)
+{
+    if (!s->dt)
+        return;
+    gm_big_free(s->dt, s->cap_dt * sizeof(uint16_t));
+    gm_budget_give(&s->budget, gm_budget_bytes(s->cap_dt, sizeof(uint16_t)));
+    s->dt = NULL;
+    s->cap_dt = 0;
+    gm_big_free(s->dt_wide, s->cap_dt_wide * sizeof(uint32_t));
+    gm_budget_give(&s->budget, (uint64_t)s->cap_dt_wide * sizeof(uint32_t));
+    s->dt_wide = NULL;
+    s->n_dt_wide = s->cap_dt_wide = 0;
+}
+
+/* Keep the step 'd' (DT_WIDE or more) of event k in dt_wide[]; the times are dropped when
+ * it cannot be kept (2^32 us or more, or beyond the budget). */
+static void scan_wide_step(struct scan *s, size_t k, uint64_t d)
+{
+    if (d > UINT32_MAX) {
+        scan_drop_times(s);
+        return;
+    }
+    if (s->n_dt_wide == s->cap_dt_wide) {
+        s->budget.over = false;
+        s->dt_wide = gm_vec_grow(s->dt_wide, &s->cap_dt_wide, s->n_dt_wide + 1, sizeof(uint32_t),
+                                 GM_VEC_BIG, &s->budget);
+        if (s->n_dt_wide == s->cap_dt_wide) {
+            scan_drop_times(s);
+            return;
+        }
+    }
+    s->dt[k] = DT_WIDE;
+    s->dt_wide[s->n_dt_wide++] = (uint32_t)d;
+}
+
+/* The raw phase of an event: from its stack's frames (once per stack), else a step while
+ * inside an "Optimizer.step#" range. */
+struct raw_rule {
+    struct ana_classifier *cls;
+    uint8_t *raw_of; /* per stack id: its raw phase, RAW_UNSET until asked */
+    size_t n_stacks;
+    struct step_ranges steps;
+};
+
+static GM_INLINE_ALWAYS uint8_t raw_rule_phase(struct raw_rule *r, uint32_t stack, bool has_phase,
+                                               const struct gm_snapshot_event *timed)
+{
+    uint8_t raw = RAW_UNKNOWN;
+    if (has_phase) {
+        if (stack >= r->n_stacks)
+            raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(r->cls, stack));
+        else if ((raw = r->raw_of[stack]) == RAW_UNSET)
+            raw = r->raw_of[stack] = (uint8_t)ana_phase_of_flags(ana_stack_flags(r->cls, stack));
+    }
+    if (in_step_range(&r->steps, timed) && raw == RAW_UNKNOWN)
+        raw = RAW_STEP;
+    if (raw == RAW_UNKNOWN && !stack)
+        raw |= RAW_NO_FRAMES; /* what the smoothing asks of an unknown event's stack */
+    return raw;
+}
+
+/* A new allocation of event 'e' at the end of arr[0..*n) (the stream from 'snap', its extra
+ * id while loading), or NULL when it cannot be kept (s->stop). */
+static GM_INLINE_ALWAYS struct gm_analysis_alloc *
+scan_push(struct scan *s, struct gm_analysis_alloc **arr, size_t *n, size_t *cap,
+          const struct gm_snapshot_event *e, const struct gm_snapshot *snap)
+{
+    struct gm_analysis_alloc *a;
+    if (*n >= (size_t)0x7fffffff) {
+        s->stop = SCAN_TOO_MANY;
+        return NULL;
+    }
+    if (*n == *cap && !scan_grow(s, (void **)arr, cap, *n + 1, sizeof(**arr)))
+        return NULL;
+    a = &(*arr)[(*n)++];
+    alloc_init(a);
+    a->addr = e->addr;
+    a->bytes = e->size;
+    a->stream = snap ? gm_snapshot_event_stream(snap, e) : e->extra;
+    return a;
+}
+
+/* Event k into the scan.  'snap' and 'rule' while walking (the stream and the raw phase
+ * made at once, into phase[]), NULL while loading (the extra id and the stack kept).
+ * False when it stops (s->stop). */
+static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct gm_snapshot_event *e,
+                                        const struct gm_snapshot *snap, struct raw_rule *rule,
+                                        uint8_t *phase)
+{
+    s->has_frames |= e->stack != 0;
+    s->n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
+    if (!rule && k == 0) /* (the walk starts from the first event's time) */
+        s->last_t = s->t0 = e->time_us;
+    if (s->dt) {
+        /* (an event without a time drops them after the pass) */
+        uint64_t d = (uint64_t)e->time_us - (uint64_t)s->last_t;
+        s->last_t = e->time_us;
+        if (!rule && k >= s->cap_dt) { /* (the walk's has room for every event) */
+            s->budget.over = false;
+            s->dt = gm_vec_grow(s->dt, &s->cap_dt, k + 1, sizeof(uint16_t), GM_VEC_BIG, &s->budget);
+            if (k >= s->cap_dt)
+                scan_drop_times(s);
+        }
+        if (!s->dt)
+            ;
+        else if (d < DT_WIDE)
+            s->dt[k] = (uint16_t)d;
+        else
+            scan_wide_step(s, k, d);
+    }
+    bool has_phase = e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER;
+    if (rule) {
+        phase[k] = raw_rule_phase(rule, e->stack, has_phase, e);
+    } else {
+        if (k >= s->cap_stk &&
+            !scan_grow(s, (void **)&s->stk, &s->cap_stk, k + 1, sizeof(uint32_t)))
+            return false;
+        if (e->stack & STK_NO_PHASE) {
+            s->stop = SCAN_TOO_MANY;
+            return false;
+        }
+        s->stk[k] = e->stack | (has_phase ? 0 : STK_NO_PHASE);
+    }
+    if (!s->diff_only && !ana_layout_events_see(&s->seg_events, (int64_t)k, e)) {
+        s->stop = SCAN_NOMEM;
+        return false;
+    }
+    switch (e->action) {
+    case GM_ACTION_ALLOC: {
+        struct gm_analysis_alloc *a = scan_push(s, &s->trace, &s->n_trace, &s->cap_trace, e, snap);
+        if (!a)
+            return false;
+        a->alloc_event = (int32_t)k;
+        a->stack = e->stack;
+        if (!gm_map_put(&s->map, e->addr, s->n_trace - 1)) {
+            s->stop = SCAN_NOMEM;
+            return false;
+        }
+        break;
+    }
+    case GM_ACTION_FREE_REQUESTED: {
+        uint32_t i = ana_map_u32(&s->map, e->addr);
+        if (i != NO_ALLOC && s->trace[i].free_requested_event < 0) {
+            s->trace[i].free_requested_event = (int32_t)k;
+            s->trace[i].free_has_stack = e->stack != 0;
+        }
+        break;
+    }
+    case GM_ACTION_FREE_COMPLETED: {
+        uint64_t v;
+        uint32_t i = gm_map_take(&s->map, e->addr, &v) ? (uint32_t)v : NO_ALLOC;
+        if (!s->diff_only && s->n_free_of == s->cap_free_of &&
+            !scan_grow(s, (void **)&s->free_of, &s->cap_free_of, s->n_free_of + 1,
+                       sizeof(uint32_t)))
+            return false;
+        if (i != NO_ALLOC) {
+            s->trace[i].free_event = (int32_t)k;
+            s->trace[i].free_has_stack |= e->stack != 0;
+            if (!s->diff_only)
+                s->free_of[s->n_free_of++] = i;
+        } else {
+            struct gm_analysis_alloc *a =
+                scan_push(s, &s->early, &s->n_early, &s->cap_early, e, snap);
+            if (!a)
+                return false;
+            a->free_event = (int32_t)k;
+            a->free_has_stack = e->stack != 0;
+            if (!s->diff_only)
+                s->free_of[s->n_free_of++] = (uint32_t)(s->n_early - 1) | EARLY;
+        }
+        break;
+    }
+    case GM_ACTION_OOM:
+        if (s->n_oom == s->cap_oom &&
+            !scan_grow(s, (void **)&s->ooms, &s->cap_oom, s->n_oom + 1, sizeof(int64_t)))
+            return false;
+        s->ooms[s->n_oom++] = (int64_t)k;
+        break;
+    default:
+        break;
+    }
+    return true;
+}
+
+static void scan_release(struct scan *s)
+{
+    scan_drop_times(s);
+    gm_big_free(s->stk, s->cap_stk * sizeof(uint32_t));
+    gm_big_free(s->trace, s->cap_trace * sizeof(*s->trace));
+    gm_big_free(s->early, s->cap_early * sizeof(*s->early));
+    gm_big_free(s->free_of, s->cap_free_of * sizeof(uint32_t));
+    gm_big_free(s->ooms, s->cap_oom * sizeof(int64_t));
+    gm_map_release(&s->map);
+    ana_layout_events_release(&s->seg_events);
+    memset(s, 0, sizeof(*s));
+}
+
+/* ---- the scan as the loader's consumer (snapshot_int.h) ---- */
+
+static const struct snap_consumer_ops pass_ops;
+
+static void *pass_open(void *ctx, uint32_t index, uint64_t limit, struct gm_snapshot_packed *pk)
+{
+    struct scan *s = gm_calloc(1, sizeof(*s));
+    (void)ctx;
+    (void)index;
+    if (!s)
+        return NULL;
+    s->budget = gm_budget_make(limit, 0);
+    s->loading = true;
+    s->map = (struct gm_map)GM_MAP_INIT;
+    /* the times while they can be kept (a diff ignores them) */
+    s->dt = gm_vec_grow(NULL, &s->cap_dt, 1, sizeof(uint16_t), GM_VEC_BIG, &s->budget);
+    pk->consumed = s;
+    pk->consumed_ops = &pass_ops;
+    return s;
+}
+
+static void pass_events(void *state, const struct gm_snapshot_event *ev, size_t n)
+{
+    struct scan *s = state;
+    if (s->abandoned)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (!scan_event(s, s->n + i, &ev[i], NULL, NULL, NULL)) {
+            /* what the walk would say is found by the walk */
+            scan_release(s);
+            s->abandoned = true;
+            return;
+        }
+    s->n += n;
+}
+
+static void pass_abandon(void *state)
+{
+    struct scan *s = state;
+    scan_release(s);
+    s->abandoned = true;
+}
+
+static void pass_release(void *state)
+{
+    struct scan *s = state;
+    if (!s)
+        return;
+    scan_release(s);
+    gm_free(s);
+}
+
+static const struct snap_consumer_ops pass_ops = {pass_open, pass_events, pass_abandon,
+                                                  pass_release};
+
+static const struct gm_snapshot_consumer first_pass = {&pass_ops, NULL};
+
+const struct gm_snapshot_consumer *gm_analysis_first_pass(void)
+{
+    return &first_pass;
+}
+
+/* ---- step 1 after the load ---- */
+
+/* The scan the loader made of w->sd's trace, when it saw the whole trace, the raw phases
+ * can be made from what it kept (the times, where steps are marked by time) and it fits the
+ * analysis's budget beside 'used' bytes; else NULL (freed). */
+static struct scan *scan_taken(struct work *w, const struct raw_rule *rule, uint64_t used)
+{
+    struct scan *s = snap_consumed_take(w->sd, &pass_ops);
+    if (!s)
+        return NULL;
+    if (s->abandoned || s->n != w->sd->n_events ||
+        (rule->steps.n && (!s->dt || s->n_timed != s->n)))
+        goto out_release;
+    if (w->diff_only) {
+        /* what a diff does not read (the times go once the phases are made) */
+        gm_big_free(s->free_of, s->cap_free_of * sizeof(uint32_t));
+        gm_budget_give(&s->budget, (uint64_t)s->cap_free_of * sizeof(uint32_t));
+        s->free_of = NULL;
+        s->n_free_of = s->cap_free_of = 0;
+        ana_layout_events_release(&s->seg_events);
+    }
+    if (!gm_budget_fits(w->snap->memory_limit, used, s->budget.used))
+        goto out_release;
+    return s;
+out_release:
+    pass_release(s);
+    return NULL;
+}
+
+/* The raw phases of the scan the loader made (its stacks, the times rebuilt from its steps
+ * for the step ranges), by the rule the walk applies per event. */
+static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8_t *phase)
+{
+    /* a copy whose address no call takes: the byte stores to phase[] would otherwise make
+     * the compiler read the rule again after each one */
+    struct raw_rule r = *rule;
+    const uint32_t *stk = s->stk;
+    struct gm_snapshot_event t;
+    uint64_t time = (uint64_t)s->t0;
+    size_t wi = 0;
+    memset(&t, 0, sizeof(t));
+    t.flags = GM_EVENT_HAS_TIME;
+    for (size_t k = 0, n = s->n; k < n; k++) {
+        uint32_t x = stk[k];
+        if (r.steps.n) {
+            /* every event has a time here (scan_taken()) */
+            time += s->dt[k] == DT_WIDE ? s->dt_wide[wi++] : s->dt[k];
+            t.time_us = (int64_t)time;
+        }
+        phase[k] = raw_rule_phase(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE), &t);
+    }
+}
+
+/* Step 1: the scan the loader made, or a walk of the trace; then what needs the whole
+ * trace: the streams of the loader's allocations, the blocks alive at snapshot time, the
+ * early allocations in front of the others. */
 static enum gm_status scan_trace(struct work *w, struct gm_error *err)
 {
     const struct gm_snapshot_device *sd = w->sd;
+    const struct gm_snapshot *snap = w->snap;
     struct gm_analysis_device *dev = w->dev;
-    struct gm_analysis_alloc *trace = NULL, *early = NULL;
-    size_t n_trace = 0, cap_trace = 0, n_early = 0, cap_early = 0;
-    struct gm_snapshot_cursor c;
-    const struct gm_snapshot_event *e;
-    struct gm_map map = GM_MAP_INIT; /* address -> index in trace[] of the allocation there */
-    struct step_ranges steps;
+    struct scan s, *taken;
+    struct raw_rule rule;
     enum gm_status st = GM_OK;
-    /* the raw phase of each stack id, once (RAW_UNSET until asked) */
-    size_t n_stacks = w->snap->n_stacks;
-    uint8_t *raw_of = NULL;
-    if (!step_ranges_init(&steps, w->snap, sd->index) ||
-        !(raw_of = gm_malloc(n_stacks ? n_stacks : 1))) {
+    uint64_t base = snap->memory_bytes + w->priv->held + w->held;
+
+    memset(&s, 0, sizeof(s));
+    memset(&rule, 0, sizeof(rule));
+    rule.cls = w->cls;
+    rule.n_stacks = snap->n_stacks;
+    if (!step_ranges_init(&rule.steps, snap, sd->index) ||
+        !(rule.raw_of = gm_malloc(rule.n_stacks ? rule.n_stacks : 1))) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto out;
     }
-    memset(raw_of, RAW_UNSET, n_stacks);
-    /* the times, for the series (within the memory limit, else it reads the trace again);
-     * none for a diff, which builds no series */
-    struct gm_snapshot_event first;
-    int64_t last_t = gm_snapshot_event_at(sd, 0, &first) ? first.time_us : 0;
-    uint16_t *dt = NULL; /* w->dt while it is kept */
-    if (sd->n_events && !w->diff_only && take(w, gm_budget_bytes(sd->n_events, sizeof(uint16_t))) &&
-        !(dt = w->dt = gm_big_realloc(NULL, 0, sd->n_events * sizeof(uint16_t))))
-        w->held -= gm_budget_bytes(sd->n_events, sizeof(uint16_t));
-#define PUSH(vec, n, cap)                                                                          \
-    do {                                                                                           \
-        if ((n) == (cap) &&                                                                        \
-            (st = grow(w, (void **)&(vec), &(cap), (n) + 1, sizeof(*(vec)), err)) != GM_OK)        \
-            goto out;                                                                              \
-        alloc_init(&(vec)[(n)++]);                                                                 \
-    } while (0)
-    /* what every event reads and writes, in locals: the stores to the byte array phase[]
-     * would otherwise make the compiler read them from *w again after each one */
-    uint8_t *phase = w->phase;
-    const bool diff_only = w->diff_only;
-    /* the ranges' position too: a copy whose address no call takes, kept in registers */
-    struct step_ranges in_steps = steps;
-    bool has_frames = false;
-    size_t n_timed = 0;
-    gm_snapshot_cursor_init(&c, sd, 0);
-    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
-        size_t k = c.index;
-        uint8_t raw = RAW_UNKNOWN;
-        has_frames |= e->stack != 0;
-        n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
-        if (dt) {
-            /* (an event without a time drops them after the pass) */
-            uint64_t d = (uint64_t)e->time_us - (uint64_t)last_t;
-            last_t = e->time_us;
-            if (d < DT_WIDE)
-                dt[k] = (uint16_t)d;
-            else if (!keep_wide_step(w, k, d))
-                dt = NULL;
+    memset(rule.raw_of, RAW_UNSET, rule.n_stacks);
+    if ((taken = scan_taken(w, &rule, base)) != NULL) {
+        s = *taken;
+        gm_free(taken);
+        s.budget = gm_budget_make(snap->memory_limit, base + s.budget.used);
+        for (size_t i = 0; i < s.n_trace; i++) {
+            uint64_t x = s.trace[i].stream;
+            s.trace[i].stream = x && x <= snap->n_extras ? snap->extras[x - 1].stream : 0;
         }
-        if (e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER) {
-            if (e->stack >= n_stacks)
-                raw = (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
-            else if ((raw = raw_of[e->stack]) == RAW_UNSET)
-                raw = raw_of[e->stack] =
-                    (uint8_t)ana_phase_of_flags(ana_stack_flags(w->cls, e->stack));
+        for (size_t i = 0; i < s.n_early; i++) {
+            uint64_t x = s.early[i].stream;
+            s.early[i].stream = x && x <= snap->n_extras ? snap->extras[x - 1].stream : 0;
         }
-        if (in_step_range(&in_steps, e) && raw == RAW_UNKNOWN)
-            raw = RAW_STEP;
-        if (raw == RAW_UNKNOWN && !e->stack)
-            raw |= RAW_NO_FRAMES; /* what the smoothing asks of an unknown event's stack */
-        phase[k] = raw;
-        if (!diff_only && !ana_layout_events_see(&w->seg_events, (int64_t)k, e)) {
-            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
-            goto out;
+        scan_phases(&s, &rule, w->phase);
+        if (w->diff_only)
+            scan_drop_times(&s);
+    } else {
+        struct gm_snapshot_cursor c;
+        const struct gm_snapshot_event *e;
+        size_t n = sd->n_events;
+        s.budget = gm_budget_make(snap->memory_limit, base);
+        s.diff_only = w->diff_only;
+        /* the times, for the series (within the memory limit, else it reads the trace
+         * again); none for a diff, which builds no series */
+        if (n && !s.diff_only && gm_budget_take(&s.budget, gm_budget_bytes(n, sizeof(uint16_t)))) {
+            if ((s.dt = gm_big_realloc(NULL, 0, n * sizeof(uint16_t))) != NULL)
+                s.cap_dt = n;
+            else
+                gm_budget_give(&s.budget, gm_budget_bytes(n, sizeof(uint16_t)));
         }
-        switch (e->action) {
-        case GM_ACTION_ALLOC: {
-            struct gm_analysis_alloc *a;
-            if (n_trace >= (size_t)0x7fffffff)
-                goto limit;
-            PUSH(trace, n_trace, cap_trace);
-            a = &trace[n_trace - 1];
-            a->addr = e->addr;
-            a->bytes = e->size;
-            a->stream = gm_snapshot_event_stream(w->snap, e);
-            a->alloc_event = (int32_t)k;
-            a->stack = e->stack;
-            if (!gm_map_put(&map, e->addr, n_trace - 1)) {
-                st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
-                goto out;
-            }
-            break;
-        }
-        case GM_ACTION_FREE_REQUESTED: {
-            uint32_t i = ana_map_u32(&map, e->addr);
-            if (i != NO_ALLOC && trace[i].free_requested_event < 0) {
-                trace[i].free_requested_event = (int32_t)k;
-                trace[i].free_has_stack = e->stack != 0;
-            }
-            break;
-        }
-        case GM_ACTION_FREE_COMPLETED: {
-            uint64_t v;
-            uint32_t i = gm_map_take(&map, e->addr, &v) ? (uint32_t)v : NO_ALLOC;
-            if (!diff_only && w->n_free_of == w->cap_free_of &&
-                (st = grow(w, (void **)&w->free_of, &w->cap_free_of, w->n_free_of + 1,
-                           sizeof(uint32_t), err)) != GM_OK)
-                goto out;
-            if (i != NO_ALLOC) {
-                trace[i].free_event = (int32_t)k;
-                trace[i].free_has_stack |= e->stack != 0;
-                if (!diff_only)
-                    w->free_of[w->n_free_of++] = i;
-            } else {
-                struct gm_analysis_alloc *a;
-                if (n_early >= (size_t)0x7fffffff)
-                    goto limit;
-                PUSH(early, n_early, cap_early);
-                a = &early[n_early - 1];
-                a->addr = e->addr;
-                a->bytes = e->size;
-                a->stream = gm_snapshot_event_stream(w->snap, e);
-                a->free_event = (int32_t)k;
-                a->free_has_stack = e->stack != 0;
-                if (!diff_only)
-                    w->free_of[w->n_free_of++] = (uint32_t)(n_early - 1) | EARLY;
-            }
-            break;
-        }
-        case GM_ACTION_OOM:
-            if (w->n_oom == w->cap_oom && (st = grow(w, (void **)&w->ooms, &w->cap_oom,
-                                                     w->n_oom + 1, sizeof(int64_t), err)) != GM_OK)
-                goto out;
-            w->ooms[w->n_oom++] = (int64_t)k;
-            break;
-        default:
-            break;
-        }
+        /* the rule's position in the step ranges in a copy whose address no call takes:
+         * kept in registers while phase[] is written */
+        struct raw_rule walk_rule = rule;
+        uint8_t *phase = w->phase;
+        struct gm_snapshot_event first;
+        s.last_t = s.t0 = gm_snapshot_event_at(sd, 0, &first) ? first.time_us : 0;
+        gm_snapshot_cursor_init(&c, sd, 0);
+        while ((e = gm_snapshot_cursor_next(&c)) != NULL)
+            if (!scan_event(&s, c.index, e, snap, &walk_rule, phase))
+                goto stopped;
+        s.n = n;
     }
-    w->trace_has_frames = has_frames;
-    w->n_timed = n_timed;
-    if (n_timed != sd->n_events)
-        drop_times(w);
+    w->trace_has_frames = s.has_frames;
+    w->n_timed = s.n_timed;
     /* Blocks allocated at snapshot time with no alloc pending at the end: alive throughout. */
-    for (size_t s = 0; s < w->snap->n_segments; s++) {
-        const struct gm_snapshot_segment *seg = &w->snap->segments[s];
+    for (size_t si = 0; si < snap->n_segments; si++) {
+        const struct gm_snapshot_segment *seg = &snap->segments[si];
         if (seg->device != sd->index)
             continue;
         for (size_t b = 0; b < seg->n_blocks; b++) {
@@ -450,55 +717,95 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             struct gm_analysis_alloc *a;
             if (blk->state != GM_BLOCK_ACTIVE_ALLOCATED)
                 continue;
-            if (gm_map_get(&map, blk->address, NULL))
+            if (gm_map_get(&s.map, blk->address, NULL))
                 continue;
-            if (n_early >= (size_t)0x7fffffff)
-                goto limit;
-            PUSH(early, n_early, cap_early);
-            a = &early[n_early - 1];
+            if (s.n_early >= (size_t)0x7fffffff) {
+                s.stop = SCAN_TOO_MANY;
+                goto stopped;
+            }
+            if (s.n_early == s.cap_early &&
+                !scan_grow(&s, (void **)&s.early, &s.cap_early, s.n_early + 1, sizeof(*s.early)))
+                goto stopped;
+            a = &s.early[s.n_early++];
+            alloc_init(a);
             a->addr = blk->address;
             a->bytes = blk->requested_size;
             a->stream = seg->stream;
             a->stack = blk->stack;
         }
     }
-#undef PUSH
-    if (n_early + n_trace >= (size_t)0x7fffffff)
-        goto limit;
+    if (s.n_early + s.n_trace >= (size_t)0x7fffffff) {
+        s.stop = SCAN_TOO_MANY;
+        goto stopped;
+    }
     /* Those from the start first: the trace's array grows by the early ones and they go in
      * front (no second copy of millions of allocations). */
-    dev->n_allocs = n_early + n_trace;
+    dev->n_allocs = s.n_early + s.n_trace;
+    if (dev->n_allocs &&
+        !scan_grow(&s, (void **)&s.trace, &s.cap_trace, dev->n_allocs, sizeof(*s.trace)))
+        goto stopped;
+    /* what the scan holds is the analysis's now */
+    w->held += s.budget.used - base;
+    w->dt = s.dt;
+    w->cap_dt = s.cap_dt;
+    w->dt_wide = s.dt_wide;
+    w->n_dt_wide = s.n_dt_wide;
+    w->cap_dt_wide = s.cap_dt_wide;
+    w->stk = s.stk;
+    w->cap_stk = s.cap_stk;
+    w->free_of = s.free_of;
+    w->n_free_of = s.n_free_of;
+    w->cap_free_of = s.cap_free_of;
+    w->ooms = s.ooms;
+    w->n_oom = s.n_oom;
+    w->cap_oom = s.cap_oom;
+    w->seg_events = s.seg_events;
+    s.dt = NULL;
+    s.dt_wide = NULL;
+    s.stk = NULL;
+    s.free_of = NULL;
+    s.ooms = NULL;
+    memset(&s.seg_events, 0, sizeof(s.seg_events));
+    s.cap_dt = s.cap_dt_wide = s.cap_stk = s.cap_free_of = s.cap_oom = 0;
+    if (w->n_timed != sd->n_events)
+        drop_times(w);
     if (dev->n_allocs) {
-        if ((st = grow(w, (void **)&trace, &cap_trace, dev->n_allocs, sizeof(*trace), err)) !=
-            GM_OK)
-            goto out;
-        memmove(trace + n_early, trace, n_trace * sizeof(*trace));
-        if (n_early)
-            memcpy(trace, early, n_early * sizeof(*early));
-        if (!ana_priv_keep(w->priv, trace, cap_trace * sizeof(*trace))) {
+        memmove(s.trace + s.n_early, s.trace, s.n_trace * sizeof(*s.trace));
+        if (s.n_early)
+            memcpy(s.trace, s.early, s.n_early * sizeof(*s.early));
+        if (!ana_priv_keep(w->priv, s.trace, s.cap_trace * sizeof(*s.trace))) {
             st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
             goto out;
         }
-        dev->allocs = trace;
-        trace = NULL; /* owned by the analysis now */
-        w->priv->held += (uint64_t)cap_trace * sizeof(*dev->allocs);
-        w->held -= (uint64_t)cap_trace * sizeof(*dev->allocs);
+        dev->allocs = s.trace;
+        w->priv->held += (uint64_t)s.cap_trace * sizeof(*dev->allocs);
+        w->held -= (uint64_t)s.cap_trace * sizeof(*dev->allocs);
+        s.trace = NULL; /* owned by the analysis now */
+        s.cap_trace = 0;
     }
     for (size_t i = 0; i < w->n_free_of; i++) {
         uint32_t v = w->free_of[i];
-        w->free_of[i] = (v & EARLY) ? (v & ~EARLY) : (uint32_t)(v + n_early);
+        w->free_of[i] = (v & EARLY) ? (v & ~EARLY) : (uint32_t)(v + s.n_early);
     }
-    st = GM_OK;
     goto out;
-limit:
-    st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "analysis: too many allocations on one device");
+stopped:
+    switch (s.stop) {
+    case SCAN_OVER:
+        st = over_limit(w, err);
+        break;
+    case SCAN_TOO_MANY:
+        st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                     "analysis: too many allocations on one device");
+        break;
+    default:
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+        break;
+    }
 out:
-    gm_big_free(early, cap_early * sizeof(*early));
-    gm_big_free(trace, cap_trace * sizeof(*trace));
-    gm_free(steps.open);
-    gm_free(steps.close);
-    gm_free(raw_of);
-    gm_map_release(&map);
+    scan_release(&s);
+    gm_free(rule.steps.open);
+    gm_free(rule.steps.close);
+    gm_free(rule.raw_of);
     return st;
 }
 
@@ -518,12 +825,15 @@ static enum gm_phase phase_of_raw(uint8_t raw)
     }
 }
 
-/* The stack of event k, read with a cursor that only moves forward and starts again near
- * k when it is far behind (the smoothing asks for few events, in ascending order). */
-static uint32_t stack_at(struct gm_snapshot_cursor *c, const struct gm_snapshot_device *sd,
-                         size_t k)
+/* The stack of event k: kept by the loader's scan, else read with a cursor that only moves
+ * forward and starts again near k when it is far behind (the smoothing asks for few
+ * events, in ascending order). */
+static uint32_t stack_at(const struct work *w, struct gm_snapshot_cursor *c, size_t k)
 {
+    const struct gm_snapshot_device *sd = w->sd;
     const struct gm_snapshot_event *e;
+    if (w->stk)
+        return w->stk[k] & ~STK_NO_PHASE; /* kept by the loader's scan */
     if (c->index + 1 > k || c->index + 1 + GM_SNAPSHOT_CHECKPOINT < k)
         gm_snapshot_cursor_init(c, sd, k);
     while ((e = gm_snapshot_cursor_next(c)) != NULL)
@@ -587,12 +897,12 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
              * calls (a batch, an evaluation, logging).  The callers of the model in the
              * forward events either side. */
             if (caller_of != last_fwd) {
-                prev_caller = ana_stack_caller(w->cls, stack_at(&c, sd, last_fwd));
+                prev_caller = ana_stack_caller(w->cls, stack_at(w, &c, last_fwd));
                 caller_of = last_fwd;
             }
-            uint32_t u = ana_stack_first_user(w->cls, stack_at(&c, sd, k));
+            uint32_t u = ana_stack_first_user(w->cls, stack_at(w, &c, k));
             if (next_of != nk) {
-                next_caller = ana_stack_caller(w->cls, stack_at(&ahead, sd, nk));
+                next_caller = ana_stack_caller(w->cls, stack_at(w, &ahead, nk));
                 next_of = nk;
             }
             bool same = u == ANA_NO_FRAME || ana_same_function(w->snap, u, prev_caller) ||
@@ -1744,6 +2054,15 @@ static uint64_t layout_bytes(const struct gm_layout_history *h)
            gm_budget_bytes(h->n_final_blocks, sizeof(*h->final_blocks));
 }
 
+/* The loader's stacks, read by compute_phases alone. */
+static void release_stacks(struct work *w)
+{
+    gm_big_free(w->stk, w->cap_stk * sizeof(uint32_t));
+    w->held -= (uint64_t)w->cap_stk * sizeof(uint32_t);
+    w->stk = NULL;
+    w->cap_stk = 0;
+}
+
 static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
                                      struct ana_classifier *cls, struct ana_priv *priv,
                                      uint32_t max_points, enum ana_parts parts,
@@ -1797,6 +2116,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         goto out;
     if ((st = compute_phases(&w, err)) != GM_OK)
         goto out;
+    release_stacks(&w);
     if ((st = compute_iterations(&w, err)) != GM_OK)
         goto out;
     if (!ix_build(&w.iters_ix, dev->n_iterations ? &dev->iterations[0].first_event : NULL,
@@ -1879,6 +2199,7 @@ out:
     gm_free(w.next_fwd);
     gm_big_free(w.phase, n ? n : 1);
     drop_times(&w);
+    release_stacks(&w);
     gm_big_free(w.free_of, w.cap_free_of * sizeof(uint32_t));
     gm_big_free(w.ooms, w.cap_oom * sizeof(int64_t));
     gm_snapshot_timeline_release(&tl);

@@ -12,6 +12,7 @@
  * moment asked about at or after it, then a running sum over the moments. */
 #include "gpumem/bands.h"
 
+#include "base/hint.h"
 #include "gpumem/arena.h"
 
 #include <stdlib.h>
@@ -72,11 +73,26 @@ static inline double x_of(const struct gm_lod_axis *ax, const float *xs, int64_t
     return (double)k;
 }
 
-static void life(const struct gm_lod_axis *ax, const float *xs, const struct gm_analysis_alloc *a,
-                 double *x0, double *x1)
+/* x_of() on an axis that keeps its x's in 32 bits ('kept32': then xs is NULL), read with
+ * no test but the ends; the passes over the allocations are compiled for both cases. */
+static GM_INLINE_ALWAYS double x_at(const struct gm_lod_axis *ax, const float *xs, int64_t k,
+                                    bool kept32)
 {
-    *x0 = x_of(ax, xs, a->alloc_event);
-    *x1 = a->free_event < 0 ? ax->x_end : x_of(ax, xs, a->free_event);
+    if (!kept32)
+        return x_of(ax, xs, k);
+    if (k < 0)
+        return 0.0;
+    if (k >= (int64_t)ax->n_events)
+        return ax->x_end;
+    return (double)(float)(double)gm_lod_axis_x32(ax)[k]; /* as x_of() reads it */
+}
+
+static GM_INLINE_ALWAYS void life(const struct gm_lod_axis *ax, const float *xs,
+                                  const struct gm_analysis_alloc *a, double *x0, double *x1,
+                                  bool kept32)
+{
+    *x0 = x_at(ax, xs, a->alloc_event, kept32);
+    *x1 = a->free_event < 0 ? ax->x_end : x_at(ax, xs, a->free_event, kept32);
     if (*x1 < *x0) /* time going back in a damaged file */
         *x1 = *x0;
 }
@@ -179,6 +195,31 @@ static void take(struct gm_bands *out, uint32_t i)
     out->allocs[out->n++] = i;
 }
 
+/* Every allocation to the heap of its kind: the edge ones, the others to their slice's and
+ * to the heap of all the others. */
+static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
+                                         const struct gm_lod_axis *ax, const float *xs,
+                                         struct heap *edge, struct heap *all, struct heap *slice,
+                                         bool kept32)
+{
+    for (size_t i = 0; i < ad->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &ad->allocs[i];
+        double x0, x1, mid;
+        struct cand c;
+        unsigned s;
+        life(ax, xs, a, &x0, &x1, kept32);
+        c = cand_of(ad, i, x0, x1);
+        if (is_edge(a)) {
+            heap_offer(edge, &c);
+            continue;
+        }
+        mid = (x0 + x1) / 2 / ax->x_end * GM_BANDS_SPREAD;
+        s = mid <= 0 ? 0 : mid >= GM_BANDS_SPREAD ? GM_BANDS_SPREAD - 1 : (unsigned)mid;
+        heap_offer(&slice[s], &c);
+        heap_offer(all, &c);
+    }
+}
+
 /* The best of each kind in bounded heaps (memory as large as the budget, not the trace):
  * the edge ones, the best of each slice, and the best of all the others (the slices
  * leave at most the budget to them, so they are among these). */
@@ -210,22 +251,10 @@ static enum gm_status choose_whole(const struct gm_analysis_device *ad,
     all = (struct heap){pool + edge_take, 0, inner};
     for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
         slice[s] = (struct heap){pool + edge_take + inner + s * per_slice, 0, per_slice};
-    for (size_t i = 0; i < n; i++) {
-        const struct gm_analysis_alloc *a = &ad->allocs[i];
-        double x0, x1, mid;
-        struct cand c;
-        unsigned s;
-        life(ax, xs, a, &x0, &x1);
-        c = cand_of(ad, i, x0, x1);
-        if (is_edge(a)) {
-            heap_offer(&edge, &c);
-            continue;
-        }
-        mid = (x0 + x1) / 2 / ax->x_end * GM_BANDS_SPREAD;
-        s = mid <= 0 ? 0 : mid >= GM_BANDS_SPREAD ? GM_BANDS_SPREAD - 1 : (unsigned)mid;
-        heap_offer(&slice[s], &c);
-        heap_offer(&all, &c);
-    }
+    if (gm_lod_axis_x32(ax))
+        offer_whole(ad, ax, xs, &edge, &all, slice, true);
+    else
+        offer_whole(ad, ax, xs, &edge, &all, slice, false);
     qsort(edge.v, edge.n, sizeof(*edge.v), cmp_cand);
     for (size_t j = 0; j < edge.n; j++)
         take(out, edge.v[j].i);
@@ -248,6 +277,42 @@ out_free:
     gm_free(pool);
     gm_free(pick);
     return st;
+}
+
+/* Every allocation that is not a band to the heap of each window its life overlaps, with
+ * its area clipped to the window. */
+static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
+                                           const struct gm_lod_axis *ax, const float *xs,
+                                           const uint8_t *is_band, struct heap *h, size_t W,
+                                           const int64_t *wk, const double *wx, bool kept32)
+{
+    size_t ne = ax->n_events;
+    for (size_t i = 0; i < ad->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &ad->allocs[i];
+        int64_t end = a->free_event < 0 ? (int64_t)ne : a->free_event;
+        double x0, x1;
+        size_t w;
+        if (is_band[i])
+            continue;
+        life(ax, xs, a, &x0, &x1, kept32);
+        /* a window at or before the one of its alloc (ne * w / W <= alloc_event for this
+         * w); the loop passes over those that end at or before its alloc */
+        w = a->alloc_event < 0 ? 0 : (size_t)((uint64_t)a->alloc_event * W / ne);
+        for (; w < W; w++) {
+            int64_t k0 = wk[w], k1 = wk[w + 1];
+            double wx0 = wx[w], wx1 = wx[w + 1];
+            struct cand cd;
+            if (k1 <= k0 || a->alloc_event >= k1)
+                continue;
+            if (end <= k0)
+                break; /* the later windows start later still */
+            cd = (struct cand){(double)a->bytes * ((x1 < wx1 ? x1 : wx1) - (x0 > wx0 ? x0 : wx0)),
+                               a->bytes, a->alloc_event, (uint32_t)i};
+            if (cd.area < 0)
+                cd.area = 0;
+            heap_offer(&h[w], &cd);
+        }
+    }
 }
 
 static enum gm_status choose_windows(const struct gm_analysis_device *ad,
@@ -280,32 +345,10 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
         wk[w] = (int64_t)(ne * w / W);
         wx[w] = x_of(ax, xs, wk[w]);
     }
-    for (size_t i = 0; i < ad->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &ad->allocs[i];
-        int64_t end = a->free_event < 0 ? (int64_t)ne : a->free_event;
-        double x0, x1;
-        size_t w;
-        if (out->is_band[i])
-            continue;
-        life(ax, xs, a, &x0, &x1);
-        w = a->alloc_event < 0 ? 0 : (size_t)((uint64_t)a->alloc_event * W / ne);
-        while (w > 0 && (int64_t)(ne * w / W) > a->alloc_event)
-            w--;
-        for (; w < W; w++) {
-            int64_t k0 = wk[w], k1 = wk[w + 1];
-            double wx0 = wx[w], wx1 = wx[w + 1];
-            struct cand cd;
-            if (k1 <= k0 || a->alloc_event >= k1)
-                continue;
-            if (end <= k0)
-                break; /* the later windows start later still */
-            cd = (struct cand){(double)a->bytes * ((x1 < wx1 ? x1 : wx1) - (x0 > wx0 ? x0 : wx0)),
-                               a->bytes, a->alloc_event, (uint32_t)i};
-            if (cd.area < 0)
-                cd.area = 0;
-            heap_offer(&h[w], &cd);
-        }
-    }
+    if (gm_lod_axis_x32(ax))
+        offer_windows(ad, ax, xs, out->is_band, h, W, wk, wx, true);
+    else
+        offer_windows(ad, ax, xs, out->is_band, h, W, wk, wx, false);
     for (size_t w = 0; w < W; w++) {
         struct gm_bands_window *bw = &out->windows[out->n_windows];
         if (!h[w].n)
@@ -485,6 +528,7 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
     }
     for (size_t j = 0; j < n; j++) {
         uint64_t *o = out[q[j].i];
+#pragma GCC unroll 8 /* a handful of categories, each sum kept in a register */
         for (int c = 0; c < GM_CATEGORY_COUNT; c++)
             o[c] = cur[c] += d[j][c];
     }

@@ -61,9 +61,15 @@ enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
         } else {
             end = 0;
         }
-        /* the allocations made up to k: a prefix of the alloc order */
-        while (end < dev->n_allocs && dev->allocs[end].alloc_event <= k)
-            end++;
+        /* the allocations made up to k: a prefix of the alloc order (alloc_event never
+         * decreases along it), found by halving what lies past the last one */
+        for (size_t hi = dev->n_allocs; end < hi;) {
+            size_t mid = end + (hi - end) / 2;
+            if (dev->allocs[mid].alloc_event <= k)
+                end = mid + 1;
+            else
+                hi = mid;
+        }
         if (!GM_VEC_RESERVE(out, cap_out, m + (end - from) + 1, &budget))
             goto fail;
         for (size_t i = from; i < end; i++)

@@ -100,14 +100,24 @@ static enum gm_status answer_time_queries(const struct gm_analysis *an,
         /* every event has one; the first event at or after x is the first whose time is
          * at least x, so a query is answered by looking for that alone */
         int64_t t0 = ax->t0_us;
+        const uint32_t *x32 = gm_lod_axis_x32(ax);
         size_t k = 0;
         *has_time = true;
         while (next < nq) {
-            int64_t x = order[next]->x, t = 0;
-            while (k < n && (t = t0 + gm_lod_axis_kept_us(ax, k)) < x)
-                k++;
+            int64_t x = order[next]->x, t = 0, xr;
+            /* time_us = t0 + kept x (no overflow: the x's are exact spans), so time_us < x
+             * is kept x < x - t0, saturated: beyond int64 every time or none is below */
+            if (__builtin_sub_overflow(x, t0, &xr))
+                xr = x > t0 ? INT64_MAX : INT64_MIN;
+            if (x32)
+                while (k < n && (int64_t)x32[k] < xr)
+                    k++;
+            else
+                while (k < n && gm_lod_axis_kept_us(ax, k) < xr)
+                    k++;
             if (k == n)
                 break;
+            t = t0 + gm_lod_axis_kept_us(ax, k);
             while (next < nq && order[next]->x <= t)
                 order[next++]->event = (int64_t)k;
             k++;

@@ -127,7 +127,19 @@ void snap_ev_writer_release(struct ev_writer *w)
     gm_big_free(w->pk.bytes, w->cap_bytes);
     gm_big_free(w->pk.cps, w->cap_cps * sizeof(struct ev_checkpoint));
     snap_fold_free(w->pk.fold);
+    if (w->pk.consumed)
+        w->pk.consumed_ops->release(w->pk.consumed);
     memset(w, 0, sizeof(*w));
+}
+
+void *snap_consumed_take(const struct gm_snapshot_device *d, const struct snap_consumer_ops *ops)
+{
+    /* the snapshot is shared read-only (several analyses of one snapshot, on threads): the
+     * state goes to one taker alone */
+    struct gm_snapshot_packed *pk = (struct gm_snapshot_packed *)(uintptr_t)d->packed;
+    if (!pk || pk->consumed_ops != ops)
+        return NULL;
+    return __atomic_exchange_n(&pk->consumed, NULL, __ATOMIC_ACQ_REL);
 }
 
 /* Event 'e' written at p against state *s (updated): the position after it.  The caller

@@ -361,6 +361,7 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
     b->drop_events = opts && (opts->drop_events || opts->timeline_only);
     b->fold_only = opts && opts->timeline_only && !opts->drop_events;
     impl->pub.events_dropped = b->drop_events;
+    snap_trace_consumers_init(b, opts ? opts->consumer : NULL);
     po.drop_behind = mapped;
 
     /* stack id 0 is the empty stack */

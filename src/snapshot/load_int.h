@@ -241,8 +241,9 @@ struct stream {
      * is committed */
     struct gm_snapshot_event *prov_ev;
     size_t cap_prov_ev;
-    size_t room_end; /* w takes events up to this count without growing */
-    bool taken;      /* its events moved to the snapshot (build()) */
+    size_t room_end;                    /* w takes events up to this count without growing */
+    void *consumer[SNAP_MAX_CONSUMERS]; /* per builder.consumers[]: its state, or NULL */
+    bool taken;                         /* its events moved to the snapshot (build()) */
 };
 
 #define FLAT_ACT_BITS 3
@@ -284,6 +285,8 @@ struct builder {
     struct dm_entry words[1 << DM_BITS]; /* string value -> enum word */
     struct interner in;
     struct trace_reader tr;
+    struct gm_snapshot_consumer consumers[SNAP_MAX_CONSUMERS]; /* of every device trace */
+    size_t n_consumers;
     bool drop_events; /* gm_snapshot_opts.drop_events, or timeline_only: keep no event */
     bool fold_only;   /* timeline_only (without drop_events): the device traces are folded */
     bool limit_given; /* the memory limit is the caller's, not the default */
@@ -382,6 +385,9 @@ enum gm_status snap_read_annotations(struct builder *b, pk_val v);
 extern const struct pk_stream snap_trace_stream_ops;
 void snap_ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e);
 void snap_ev_sums_merge(struct ev_sums *s, const struct ev_sums *o);
+/* The consumers of every device trace's events: the timeline's fold where the load keeps
+ * the events or folds them (timeline_only), then 'caller' (NULL: none). */
+void snap_trace_consumers_init(struct builder *b, const struct gm_snapshot_consumer *caller);
 void snap_trace_reader_release(struct trace_reader *tr);
 /* The events of device_traces[i], list 'v' (streamed or not), into trace 'w'. */
 enum gm_status snap_read_trace(struct builder *b, int32_t i, pk_val v, struct ev_writer *w,

@@ -139,6 +139,7 @@ enum gm_status gm_lod_init(struct gm_lod *l, double x0, double x1, unsigned n, s
     l->x0 = x0;
     l->x1 = x1;
     l->n = n;
+    l->cur_b_ = l->b;
     return GM_OK;
 }
 
@@ -213,10 +214,12 @@ unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v)
         if (p > (double)bi) {
             carry(&l->b[bi], prev);
             l->cur_ = bi;
+            l->cur_b_ = &l->b[bi];
             return GM_LOD_NEW | gm_lod_add_here(l, k, v);
         }
     }
     l->cur_ = bi;
+    l->cur_b_ = &l->b[bi];
     l->any_ = true;
     b = &l->b[bi];
     b->min = b->max = b->last = v;
@@ -268,6 +271,7 @@ enum gm_status gm_lod_coarsen(struct gm_lod *dst, const struct gm_lod *src, unsi
         }
     }
     dst->cur_ = src->cur_ / factor;
+    dst->cur_b_ = &dst->b[dst->cur_];
     dst->any_ = src->any_;
     return GM_OK;
 }
@@ -384,14 +388,36 @@ enum gm_status gm_lod_totals_begin(struct gm_lod_totals *t, const struct gm_snap
     return GM_OK;
 }
 
+/* gm_lod_totals_add()'s bound (gm_lod_totals.next_u_): a whole v >= 0 is below x_next_
+ * exactly when it is below ceil(x_next_), and below 2^32 when it fits the 32-bit x's. */
+static uint64_t next_bound(const struct gm_lod_totals *t)
+{
+    if (!t->axis.x32_ || !(t->x_next_ > 0))
+        return 0;
+    if (t->x_next_ >= 4294967296.0)
+        return UINT64_C(4294967296);
+    return (uint64_t)ceil(t->x_next_);
+}
+
+/* The reserved series' current bucket as gm_lod_add_here() would have left it for the
+ * points gm_lod_totals_add() passed over (their value its last): the count and the last
+ * point of the allocated series' bucket, which had every point. */
+static void res_catch_up(struct gm_lod_totals *t)
+{
+    t->res.cur_b_->klast = t->alloc.cur_b_->klast;
+    t->res.cur_b_->n = t->alloc.cur_b_->n;
+}
+
 void gm_lod_totals_step(struct gm_lod_totals *t, int64_t k, const struct gm_snapshot_event *e,
                         uint64_t allocated, uint64_t reserved)
 {
     struct gm_lod_axis *a = &t->axis;
+    res_catch_up(t);
     if (gm_lod_axis_keeps_x(a)) {
         int64_t v;
         if (gm_snapshot_span_us(e->time_us, a->t0_us, &v) && keep_x(a, (size_t)k, v)) {
             add_both(&t->alloc, &t->res, (double)v, k, allocated, reserved, &t->x_next_);
+            t->next_u_ = next_bound(t);
             return;
         }
         /* the x's kept are exact int64 differences: a span beyond int64 (or no memory for
@@ -400,10 +426,13 @@ void gm_lod_totals_step(struct gm_lod_totals *t, int64_t k, const struct gm_snap
         gm_lod_axis_release(a);
     }
     add_both(&t->alloc, &t->res, gm_lod_axis_x_of(a, k, e), k, allocated, reserved, &t->x_next_);
+    t->next_u_ = next_bound(t);
 }
 
 void gm_lod_totals_end(struct gm_lod_totals *t)
 {
+    if (t->res.b)
+        res_catch_up(t);
     gm_lod_finish(&t->alloc);
     gm_lod_finish(&t->res);
 }

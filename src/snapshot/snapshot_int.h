@@ -71,17 +71,53 @@ struct snap_walk_totals {
 size_t snap_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_event **events,
                        struct snap_walk_totals *after);
 
+/* ---- consumers of a trace's events while it is loaded (trace.c) ----
+ * While the file is read, the loader hands each committed batch of a device trace's events,
+ * in order and each event once, to every consumer opened on that trace: the timeline's fold
+ * (below) and what a caller supplied to the load.  A batch written out before it is
+ * committed (a long one, which may still be dropped) ends every consumer of that trace
+ * (abandon()), and a trace the parser built as a whole list gets none: the owner of a
+ * consumer that did not see the whole trace reads it from the snapshot after the load
+ * instead, with the same per-event code, so no result depends on which path ran. */
+struct gm_snapshot_packed;
+struct snap_consumer_ops {
+    /* The consumer of device 'index''s trace, holding at most 'limit' bytes (0: no limit),
+     * whose events go to packed trace 'pk', or NULL (none wanted; out of memory).  What it
+     * keeps for after the load it leaves in 'pk' (gm_snapshot_packed.fold for the
+     * timeline's fold, .consumed for another), which gm_snapshot_free() releases. */
+    void *(*open)(void *ctx, uint32_t index, uint64_t limit, struct gm_snapshot_packed *pk);
+    /* The trace's next 'n' events. */
+    void (*events)(void *state, const struct gm_snapshot_event *ev, size_t n);
+    /* No more events come: the trace is to be read after the load instead. */
+    void (*abandon)(void *state);
+    /* Release the state (with its snapshot, unless taken before: snap_consumed_take()). */
+    void (*release)(void *state);
+};
+
+/* What gm_snapshot_opts.consumer points to. */
+struct gm_snapshot_consumer {
+    const struct snap_consumer_ops *ops;
+    void *ctx;
+};
+
+/* Consumers a load may have: the timeline's fold and one the caller supplies. */
+#define SNAP_MAX_CONSUMERS 2
+
+/* The state a consumer of 'ops' left with device 'd''s trace, now the caller's (to
+ * ops->release()), or NULL when none is there (none was made, or it was taken before). */
+void *snap_consumed_take(const struct gm_snapshot_device *d, const struct snap_consumer_ops *ops);
+
 /* ---- the timeline folded into loading (timeline.c) ----
- * A fold takes a trace's events as the loader commits them (snap_fold_events(), in order,
- * each event once), then the snapshot state (snap_fold_finish(), once the snapshot is
- * built); snap_timeline() then answers from it without a walk of the trace.  A fold that
- * cannot answer (memory, sums that may saturate) gives up quietly, and the timeline walks
- * the trace instead. */
+ * A fold takes a trace's events as the loader commits them (a consumer, above), then the
+ * snapshot state (snap_fold_finish(), once the snapshot is built); snap_timeline() then
+ * answers from it without a walk of the trace.  A fold that cannot answer (abandoned,
+ * memory, sums that may saturate) gives up quietly, and the timeline walks the trace
+ * instead. */
 struct snap_fold;
-/* A fold that holds at most 'limit' bytes (0: no limit) and gives up past them. */
-struct snap_fold *snap_fold_new(uint64_t limit);
 void snap_fold_free(struct snap_fold *f);
-void snap_fold_events(struct snap_fold *f, const struct gm_snapshot_event *ev, size_t n);
+/* The fold as a consumer of the loaded events (past its limit it gives up); it keeps itself
+ * in the packed trace (gm_snapshot_packed.fold). */
+extern const struct snap_consumer_ops snap_fold_consumer;
 void snap_fold_finish(struct snap_fold *f, const struct gm_snapshot *snap,
                       const struct gm_snapshot_device *d);
 /* Whether the timeline of 'd' comes from its fold (no walk of the trace). */
@@ -112,6 +148,9 @@ struct gm_snapshot_packed {
     size_t n_cps;
     size_t n_events;
     struct snap_fold *fold; /* the timeline folded while loading (timeline.c), or NULL */
+    /* what the caller's consumer kept of this trace (snap_consumed_take()), or NULL */
+    void *consumed;
+    const struct snap_consumer_ops *consumed_ops;
 };
 
 /* Packs the events of one trace as they are made (a growing gm_big array). */

@@ -262,7 +262,7 @@ out_release:
 
 /* ---- pass 1 and the live list folded into loading ----
  *
- * The loader hands each committed batch of a trace's events to snap_fold_events() while
+ * The loader hands each committed batch of a trace's events to the fold (a consumer) while
  * it reads the file, so that pass 1 costs no walk of its own; and the list of what is
  * alive at the first maximum comes from the same walk instead of pass 3: at that moment
  * the map held exactly the allocations alive then.  What happens to them later is kept
@@ -317,15 +317,6 @@ static void fold_init(struct snap_fold *f, struct gm_budget budget, bool keep_li
     f->best_k = -1;
     f->best_rr_k = -1;
     f->sizes_agree = true;
-}
-
-struct snap_fold *snap_fold_new(uint64_t limit)
-{
-    struct snap_fold *f = gm_malloc(sizeof(*f));
-    if (!f)
-        return NULL;
-    fold_init(f, gm_budget_make(limit, 0), true);
-    return f;
 }
 
 static void fold_drop(struct snap_fold *f)
@@ -437,8 +428,20 @@ static GM_INLINE_ALWAYS bool fold_event(struct snap_fold *f, const struct gm_sna
     return true;
 }
 
-void snap_fold_events(struct snap_fold *f, const struct gm_snapshot_event *ev, size_t n)
+static void *fold_open(void *ctx, uint32_t index, uint64_t limit, struct gm_snapshot_packed *pk)
 {
+    struct snap_fold *f = gm_malloc(sizeof(*f));
+    (void)ctx;
+    (void)index;
+    if (f)
+        fold_init(f, gm_budget_make(limit, 0), true);
+    pk->fold = f;
+    return f;
+}
+
+static void fold_events(void *state, const struct gm_snapshot_event *ev, size_t n)
+{
+    struct snap_fold *f = state;
     if (!f->usable)
         return;
     if (f->n_events + n >= (size_t)INT32_MAX - 1) {
@@ -452,6 +455,19 @@ void snap_fold_events(struct snap_fold *f, const struct gm_snapshot_event *ev, s
         }
     f->n_events += n;
 }
+
+static void fold_abandon(void *state)
+{
+    fold_give_up(state);
+}
+
+static void fold_release(void *state)
+{
+    snap_fold_free(state);
+}
+
+const struct snap_consumer_ops snap_fold_consumer = {fold_open, fold_events, fold_abandon,
+                                                     fold_release};
 
 /* One allocation alive at the peak into the fold's live list. */
 static bool fold_live(struct snap_fold *f, const struct gm_snapshot *snap, const struct pend *p)

@@ -393,24 +393,37 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
 /* ---- the records of device_traces (pickle.h: struct pk_stream) ---- */
 
 /* The events of a batch wait in the stream's buffer (struct stream) until the batch is
- * committed, then go to the packed trace, the sums and the trace's fold (snapshot_int.h) in
- * one loop each.  A writer's batches hold 1000 entries; a longer one (a list of shared memo
- * references, say) is written out provisionally every FOLD_BATCH_MAX events, and the fold
- * is left to the timeline's own walk.  The fold may hold at most this share of the
- * snapshot's memory limit (a file can describe huge numbers of allocations cheaply); past
- * it the timeline walks the trace, within the limit, as without a fold. */
+ * committed, then go to the packed trace, the sums and the trace's consumers (the
+ * timeline's fold among them; snapshot_int.h) in one loop each.  A writer's batches hold
+ * 1000 entries; a longer one (a list of shared memo references, say) is written out
+ * provisionally every FOLD_BATCH_MAX events, and the consumers are abandoned: their work
+ * is done from the stored trace after the load.  The fold may hold at most this share of
+ * the snapshot's memory limit (a file can describe huge numbers of allocations cheaply);
+ * past it the timeline walks the trace, within the limit, as without a fold.  Every
+ * consumer has the same share. */
 #define FOLD_BATCH_MAX 4096
 #define FOLD_SHARE     8
+
+void snap_trace_consumers_init(struct builder *b, const struct gm_snapshot_consumer *caller)
+{
+    b->n_consumers = 0;
+    if (!b->drop_events || b->fold_only)
+        b->consumers[b->n_consumers++] = (struct gm_snapshot_consumer){&snap_fold_consumer, NULL};
+    if (caller && !b->drop_events)
+        b->consumers[b->n_consumers++] = *caller;
+}
 
 static struct stream *stream_of(struct builder *b, uint32_t index)
 {
     struct stream **sp = &b->tr.streams[index];
     if (!*sp && (*sp = gm_calloc(1, sizeof(**sp))) != NULL) {
-        snap_ev_writer_init(&(*sp)->w);
-        (*sp)->w.count_only = b->drop_events;
-        /* no fold (out of memory): the timeline walks the trace */
-        (*sp)->w.pk.fold =
-            b->drop_events && !b->fold_only ? NULL : snap_fold_new(b->arena->cap / FOLD_SHARE);
+        struct stream *str = *sp;
+        snap_ev_writer_init(&str->w);
+        str->w.count_only = b->drop_events;
+        /* a consumer that cannot be made (out of memory) leaves its work to the stored trace */
+        for (size_t i = 0; i < b->n_consumers; i++)
+            str->consumer[i] = b->consumers[i].ops->open(b->consumers[i].ctx, index,
+                                                         b->arena->cap / FOLD_SHARE, &str->w.pk);
     }
     return *sp;
 }
@@ -441,8 +454,11 @@ static enum gm_status on_record(void *ctx, uint32_t index, const struct pk_recor
         write_buffered(str);
         str->flushed += str->prov;
         str->prov = 0;
-        snap_fold_free(str->w.pk.fold); /* the timeline walks the trace instead */
-        str->w.pk.fold = NULL;
+        for (size_t i = 0; i < b->n_consumers; i++) {
+            if (str->consumer[i])
+                b->consumers[i].ops->abandon(str->consumer[i]);
+            str->consumer[i] = NULL;
+        }
     }
     if (str->prov == str->cap_prov_ev &&
         !GM_VEC_RESERVE(str->prov_ev, str->cap_prov_ev, str->prov + 1, NULL))
@@ -478,8 +494,9 @@ static void on_batch_end(void *ctx, uint32_t index, bool commit)
         return; /* no record got this far */
     if (commit) {
         write_buffered(str);
-        if (str->w.pk.fold)
-            snap_fold_events(str->w.pk.fold, str->prov_ev, str->prov);
+        for (size_t i = 0; i < b->n_consumers; i++)
+            if (str->consumer[i])
+                b->consumers[i].ops->events(str->consumer[i], str->prov_ev, str->prov);
         str->unknown += str->prov_unknown;
         snap_ev_sums_merge(&str->sums, &str->prov_sums);
     } else if (str->flushed) {

@@ -19,6 +19,7 @@
 #include "gpumem/internal/alloc_hooks.h"
 #include "gpumem/lod.h"
 #include "gpumem/report.h"
+#include "snapshot/snapshot_int.h"
 #include "testdata.h"
 
 #include <dirent.h>
@@ -2045,6 +2046,114 @@ static void test_diff_analysis_of_real_files_equals_the_full_one(void **state)
     each_real_snapshot(diff_analysis_agrees_file);
 }
 
+/* ---- the first pass done while loading (gm_analysis_first_pass()) ---- */
+
+/* The documents (with the series when 'series') and the allocations of two analyses are
+ * the same bytes. */
+static void analyses_equal(const struct gm_analysis *a, const struct gm_analysis *b, bool series,
+                           const char *name)
+{
+    static const enum gm_analysis_doc_kind kinds[] = {GM_DOC_CATEGORIES, GM_DOC_LEAKS, GM_DOC_OOM};
+    assert_int_equal(a->n_devices, b->n_devices);
+    for (size_t d = 0; d < a->n_devices; d++) {
+        const struct gm_analysis_device *x = &a->devices[d], *y = &b->devices[d];
+        assert_true(x->peak_bytes == y->peak_bytes);
+        assert_int_equal(x->n_allocs, y->n_allocs);
+        assert_int_equal(x->n_phases, y->n_phases);
+        if (x->n_allocs && memcmp(x->allocs, y->allocs, x->n_allocs * sizeof(*x->allocs)))
+            fail_msg("%s device %d: the allocations differ", name, (int)x->device);
+    }
+    if (a->diff_only)
+        return;
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        char *da = NULL, *db = NULL;
+        enum gm_status sa = doc_of(a, kinds[i], series, &da);
+        enum gm_status sb = doc_of(b, kinds[i], series, &db);
+        assert_int_equal(sa, sb);
+        if (strcmp(da, db))
+            fail_msg("%s: document %d differs with the first pass done while loading", name,
+                     (int)kinds[i]);
+        free(da);
+        free(db);
+    }
+}
+
+typedef enum gm_status (*analyse_fn)(const struct gm_snapshot *snap,
+                                     const struct gm_analysis_opts *opts, struct gm_analysis **out,
+                                     struct gm_error *err);
+
+/* Each kind of analysis of 'len' bytes at 'buf' equals, loaded with the first pass, the one
+ * loaded without it, and so does a second analysis of the same snapshot (which walks the
+ * trace: the first took the loader's work); the first pass's work was there to take. */
+static void first_pass_agrees(const char *buf, size_t len, const char *name)
+{
+    static const analyse_fn runs[] = {gm_analysis_run, gm_analysis_run_figures,
+                                      gm_analysis_diff_prepare};
+    struct gm_snapshot_opts with;
+    struct gm_error err;
+    memset(&with, 0, sizeof(with));
+    with.consumer = gm_analysis_first_pass();
+    for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+        struct gm_snapshot *plain, *fed;
+        struct gm_analysis *a, *b, *c;
+        bool any = false;
+        assert_int_equal(gm_snapshot_load_mem(buf, len, NULL, &plain, &err), GM_OK);
+        assert_int_equal(gm_snapshot_load_mem(buf, len, &with, &fed, &err), GM_OK);
+        for (size_t d = 0; d < fed->n_devices; d++)
+            any |= fed->devices[d].packed && fed->devices[d].packed->consumed;
+        assert_int_equal(runs[r](plain, NULL, &a, &err), GM_OK);
+        assert_int_equal(runs[r](fed, NULL, &b, &err), GM_OK);
+        for (size_t d = 0; d < fed->n_devices; d++)
+            assert_true(!fed->devices[d].packed || !fed->devices[d].packed->consumed);
+        assert_int_equal(runs[r](fed, NULL, &c, &err), GM_OK);
+        analyses_equal(a, b, r == 0, name);
+        analyses_equal(a, c, r == 0, name);
+        if (plain->n_events)
+            assert_true(any);
+        gm_analysis_free(a);
+        gm_analysis_free(b);
+        gm_analysis_free(c);
+        gm_snapshot_free(plain);
+        gm_snapshot_free(fed);
+    }
+}
+
+static void test_first_pass_while_loading_equals_the_walk(void **state)
+{
+    (void)state;
+    for (int phases = 0; phases < 2; phases++) {
+        char *buf;
+        size_t len;
+        gm_snapshot_free(load_example(phases, &buf, &len));
+        first_pass_agrees(buf, len, phases ? "the example with phases" : "the example");
+        free(buf);
+    }
+}
+
+static void first_pass_agrees_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    n = ftell(f);
+    assert_true(n >= 0);
+    rewind(f);
+    assert_non_null(buf = malloc((size_t)n + 1));
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    first_pass_agrees(buf, (size_t)n, path);
+    free(buf);
+}
+
+/* the same on every real snapshot */
+static void test_first_pass_on_real_files_equals_the_walk(void **state)
+{
+    (void)state;
+    each_real_snapshot(first_pass_agrees_file);
+}
+
 /* The rank a file's name carries, by the names launchers and trainers write. */
 static void test_rank_from_file_names(void **state)
 {
@@ -2359,12 +2468,14 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_diff_analysis_of_the_example_equals_the_full_one),
     cmocka_unit_test(test_diff_only_analysis_is_refused_where_the_whole_is_needed),
     cmocka_unit_test(test_analysis_without_series_keeps_the_figures),
+    cmocka_unit_test(test_first_pass_while_loading_equals_the_walk),
 };
 
 /* real snapshots */
 static const struct CMUnitTest third_party_tests[] = {
     cmocka_unit_test(test_peaks_of_real_files_from_the_analysis_match_the_timeline),
     cmocka_unit_test(test_diff_analysis_of_real_files_equals_the_full_one),
+    cmocka_unit_test(test_first_pass_on_real_files_equals_the_walk),
 };
 
 GM_TEST_MAIN(tests, third_party_tests)
