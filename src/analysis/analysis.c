@@ -842,6 +842,32 @@ static uint32_t stack_at(const struct work *w, struct gm_snapshot_cursor *c, siz
     return 0;
 }
 
+/* Whether the eight bytes at p are all b. */
+static inline bool same8(const uint8_t *p, uint8_t b)
+{
+    uint64_t x;
+    memcpy(&x, p, sizeof(x));
+    return x == b * UINT64_C(0x0101010101010101);
+}
+
+/* Whether the eight raw phases at p are all unknown (RAW_UNKNOWN is 0, with or without
+ * RAW_NO_FRAMES). */
+static inline bool unknown8(const uint8_t *p)
+{
+    uint64_t x;
+    memcpy(&x, p, sizeof(x));
+    return !(x & ~(RAW_NO_FRAMES * UINT64_C(0x0101010101010101)));
+}
+
+/* Whether the eight bytes at p are those at q. */
+static inline bool same8_as(const uint8_t *p, const uint8_t *q)
+{
+    uint64_t x, y;
+    memcpy(&x, p, sizeof(x));
+    memcpy(&y, q, sizeof(y));
+    return x == y;
+}
+
 /* Step 2: smoothing, then the runs.  The raw phases are in w->phase (an unknown event's
  * RAW_NO_FRAMES bit set by scan_trace when its stack is empty); only an unknown event
  * between two forward events needs stacks, read from the trace with two cursors. */
@@ -860,9 +886,7 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     uint64_t per_phase[GM_PHASE_COUNT] = {0};
 
     /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md). */
-    bool raw_backward = false;
-    for (size_t k = 0; k < n && !raw_backward; k++)
-        raw_backward = phase[k] == RAW_BACKWARD;
+    bool raw_backward = n && memchr(phase, RAW_BACKWARD, n) != NULL;
     uint8_t pk = RAW_UNKNOWN;
     size_t n_runs = 0; /* runs of one final phase, counted as the phases are made */
     gm_snapshot_cursor_init(&c, sd, 0);
@@ -870,25 +894,36 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     for (size_t k = 0; k < n; k++) {
         uint8_t raw = phase[k];
         if ((raw & ~RAW_NO_FRAMES) != RAW_UNKNOWN) {
+            /* eight events of this known raw phase at once: each would do as the first */
+            size_t m = 1;
+            while (k + m + 8 <= n && same8(phase + k + m, raw))
+                m += 8;
             pk = raw;
             if (raw == RAW_FORWARD)
-                last_fwd = k;
-            phase[k] = (uint8_t)phase_of_raw(raw);
-            per_phase[phase[k]]++;
-            n_runs += k == 0 || phase[k] != phase[k - 1];
+                last_fwd = k + m - 1;
+            uint8_t out = (uint8_t)phase_of_raw(raw);
+            n_runs += k == 0 || out != phase[k - 1];
+            if (m == 1)
+                phase[k] = out;
+            else
+                memset(phase + k, out, m);
+            per_phase[out] += m;
+            k += m - 1;
             continue;
         }
         if (nk == SIZE_MAX || nk <= k) {
             /* the next event after k whose raw phase is known (raw phases lie ahead of k:
              * only events up to k have their final phase yet) */
-            for (nk = k + 1; nk < n && (phase[nk] & ~RAW_NO_FRAMES) == RAW_UNKNOWN; nk++)
+            for (nk = k + 1; nk + 8 <= n && unknown8(phase + nk); nk += 8)
+                ;
+            for (; nk < n && (phase[nk] & ~RAW_NO_FRAMES) == RAW_UNKNOWN; nk++)
                 ;
             if (nk == n)
                 nk = SIZE_MAX;
         }
         uint8_t p = pk, q = nk == SIZE_MAX ? (uint8_t)RAW_UNKNOWN : phase[nk];
         uint8_t out;
-        bool empty = (raw & RAW_NO_FRAMES) != 0;
+        bool empty = (raw & RAW_NO_FRAMES) != 0, alike = true;
         if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD)) {
             out = RAW_BACKWARD; /* the autograd engine thread records no Python frames */
         } else if (p == RAW_FORWARD && q == RAW_FORWARD) {
@@ -908,6 +943,7 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
             bool same = u == ANA_NO_FRAME || ana_same_function(w->snap, u, prev_caller) ||
                         ana_same_function(w->snap, u, next_caller);
             out = raw_backward && same ? RAW_FORWARD : RAW_OTHER;
+            alike = false; /* each event by its own stack */
         } else if (p == q && p != RAW_UNKNOWN) {
             out = p;
         } else if (p == RAW_FORWARD && q == RAW_BACKWARD) {
@@ -915,9 +951,18 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
         } else {
             out = RAW_OTHER;
         }
-        phase[k] = (uint8_t)phase_of_raw(out);
-        per_phase[phase[k]]++;
-        n_runs += k == 0 || phase[k] != phase[k - 1];
+        /* the same byte up to the next known phase: the same answer, eight at a time */
+        size_t m = 1, lim = nk == SIZE_MAX ? n : nk;
+        while (alike && k + m + 8 <= lim && same8(phase + k + m, raw))
+            m += 8;
+        uint8_t fin = (uint8_t)phase_of_raw(out);
+        n_runs += k == 0 || fin != phase[k - 1];
+        if (m == 1)
+            phase[k] = fin;
+        else
+            memset(phase + k, fin, m);
+        per_phase[fin] += m;
+        k += m - 1;
     }
     /* Runs. */
     dev->phases = gm_arena_calloc(w->arena, n_runs ? n_runs : 1, sizeof(*dev->phases));
@@ -926,6 +971,10 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     size_t r = 0;
     memcpy(dev->phase_events, per_phase, sizeof(per_phase));
     for (size_t k = 0; k < n; k++) {
+        if (k && k + 8 <= n && same8_as(phase + k, phase + k - 1)) {
+            k += 7; /* no run starts at these eight */
+            continue;
+        }
         if (k == 0 || phase[k] != phase[k - 1]) {
             if (r)
                 dev->phases[r - 1].last_event = (int64_t)k - 1;
