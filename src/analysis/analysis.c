@@ -630,13 +630,26 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
     size_t wi = 0;
     memset(&t, 0, sizeof(t));
     t.flags = GM_EVENT_HAS_TIME;
+    if (!r.steps.n) {
+        /* no step ranges: an event's raw phase is its stack's, as the event before's when
+         * the stack is the same */
+        uint32_t last = 0;
+        uint8_t last_raw = 0;
+        for (size_t k = 0, n = s->n; k < n; k++) {
+            uint32_t x = stk[k];
+            if (k == 0 || x != last) {
+                last = x;
+                last_raw = raw_rule_phase(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE), &t);
+            }
+            phase[k] = last_raw;
+        }
+        return;
+    }
     for (size_t k = 0, n = s->n; k < n; k++) {
         uint32_t x = stk[k];
-        if (r.steps.n) {
-            /* every event has a time here (scan_taken()) */
-            time += s->dt[k] == DT_WIDE ? s->dt_wide[wi++] : s->dt[k];
-            t.time_us = (int64_t)time;
-        }
+        /* every event has a time here (scan_taken()) */
+        time += s->dt[k] == DT_WIDE ? s->dt_wide[wi++] : s->dt[k];
+        t.time_us = (int64_t)time;
         phase[k] = raw_rule_phase(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE), &t);
     }
 }
@@ -1132,8 +1145,10 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
     int32_t free_it = iteration_of(w, freed);
     enum gm_category user_cat;
 
-    /* the user's rules first, in their order */
-    int user_rule = ana_rules_match(w->cls->rules, a->stack, a->alloc_event, &user_cat);
+    /* the user's rules first, in their order (none given: no call per allocation) */
+    int user_rule = w->cls->rules->rules
+                        ? ana_rules_match(w->cls->rules, a->stack, a->alloc_event, &user_cat)
+                        : -1;
     a->user_rule = (uint8_t)(user_rule + 1);
     if (user_rule >= 0) {
         set_cat(a, user_cat, GM_RULE_CUSTOM);
