@@ -328,7 +328,8 @@ struct gm_job_parallel {
     uint64_t cp;              /* context-parallel degree (training: each rank holds seq / cp
                                  tokens, ring attention), 1 */
     bool sequence_parallel;   /* Megatron sequence parallelism (with tp > 1) */
-    uint64_t bucket_elements; /* ZeRO reduce/all-gather bucket, elements (5e8 DeepSpeed) */
+    uint64_t bucket_elements; /* ZeRO reduce bucket, elements (5e8 DeepSpeed) */
+    bool zero_overlap_comm;   /* ZeRO-1/2 overlap_comm: the reduce bucket double-buffered */
     bool ddp_bucket_view;     /* DDP gradient_as_bucket_view=True (no bucket copy) */
     /* memory techniques: FSDP version, resharding, expert parallelism */
     unsigned fsdp_version;      /* 1 FullyShardedDataParallel (flat parameters), 2 fully_shard */

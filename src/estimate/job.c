@@ -670,9 +670,13 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_SEQUENCE_PARALLEL] =
         FLAG("sequence-parallel", "Megatron sequence parallelism (with --tp)", TRAIN,
              GM_ENGINE_NONE, parallel.sequence_parallel),
-    [EST_SET_BUCKET_ELEMENTS] = NUM("bucket-elements", GM_JOB_COUNT, "N",
-                                    "ZeRO reduce/all-gather bucket in elements (default 5e8)",
-                                    TRAIN, GM_ENGINE_NONE, parallel.bucket_elements, 1, 1e15, 0),
+    [EST_SET_BUCKET_ELEMENTS] =
+        NUM("bucket-elements", GM_JOB_COUNT, "N", "ZeRO reduce bucket in elements (default 5e8)",
+            TRAIN, GM_ENGINE_NONE, parallel.bucket_elements, 1, 1e15, 0),
+    [EST_SET_ZERO_OVERLAP_COMM] =
+        FLAG("zero-overlap-comm",
+             "ZeRO-1/2 overlap_comm: two reduce buckets in backward (DeepSpeed's default: off)",
+             TRAIN, GM_ENGINE_NONE, parallel.zero_overlap_comm),
     [EST_SET_DDP_BUCKET_VIEW] =
         FLAG("ddp-bucket-view", "DDP gradient_as_bucket_view=True (no gradient bucket copy)", TRAIN,
              GM_ENGINE_NONE, parallel.ddp_bucket_view),

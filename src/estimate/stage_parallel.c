@@ -170,6 +170,19 @@ bool est_fsdp1_hf(const struct gm_job *j)
            j->stack.transformers != 0;
 }
 
+/* DeepSpeed's contiguous-gradient reduce buffer ("IPG bucket", deepspeed/runtime/zero/
+ * stage_1_and_2.py and stage3.py at v0.16.1): torch.empty(int(reduce_bucket_size)) in the
+ * 16-bit dtype, whatever the number of trainable parameters (a LoRA job's 20 M elements
+ * still get the whole bucket).  ZeRO-1/2 allocate it in backward() and, with overlap_comm,
+ * a second one beside it (double buffering); ZeRO-3 allocates one when the optimizer is
+ * built.  No all-gather bucket: from v0.12.4 (PR #4705) the step's all-gather writes the
+ * updated partitions straight into the flat 16-bit groups (all_gather_into_tensor). */
+static uint64_t zero_ipg_bytes(const struct gm_job_parallel *p, int stage)
+{
+    uint64_t one = gm_mul_sat(p->bucket_elements, 2);
+    return stage < 3 && p->zero_overlap_comm ? gm_mul_sat(one, 2) : one;
+}
+
 /* What ZeRO-3 and FSDP gather: one decoder layer at a time (FSDP's unit with transformer
  * auto-wrap), the current one and the one prefetched, as the job stores its weights (16-bit
  * under mixed precision, the frozen base as stored with adapters), with expert parallelism
@@ -316,11 +329,10 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
             return st;
     }
     if (p->shard == GM_SHARD_ZERO3 && D > 1) {
-        uint64_t el = p->bucket_elements < est_div_up(n, t) ? p->bucket_elements : est_div_up(n, t);
         snprintf(note, sizeof note, "ZeRO-3 reduce bucket, %llu elements in 16-bit",
-                 (unsigned long long)el);
-        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", gm_mul_sat(el, 2),
-                          GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err)))
+                 (unsigned long long)p->bucket_elements);
+        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", zero_ipg_bytes(p, 3),
+                          GM_EST_PHASE_TRAIN_ALL, true, GM_EXTENT_ONE_LAYER, note, err)))
             return st;
     }
     return GM_OK;
@@ -500,16 +512,11 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
             return st;
     }
     if (stage >= 1 && stage <= 2 && D > 1) {
-        uint64_t el = p->bucket_elements < est_div_up(n, t) ? p->bucket_elements : est_div_up(n, t);
-        snprintf(note, sizeof note, "ZeRO reduce bucket, %llu elements in 16-bit",
-                 (unsigned long long)el);
-        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", gm_mul_sat(el, 2),
+        snprintf(note, sizeof note, "ZeRO reduce bucket%s, %llu elements in 16-bit%s",
+                 p->zero_overlap_comm ? "s" : "", (unsigned long long)p->bucket_elements,
+                 p->zero_overlap_comm ? " each (overlap_comm)" : "");
+        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", zero_ipg_bytes(p, stage),
                           GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err)))
-            return st;
-        snprintf(note, sizeof note, "ZeRO all-gather bucket, %llu elements in 16-bit",
-                 (unsigned long long)el);
-        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_allgather_bucket", gm_mul_sat(el, 2),
-                          GM_EST_PHASE_OPTIMIZER_STEP, true, GM_EXTENT_ONE_LAYER, note, err)))
             return st;
     }
     if (stage == 3 && (st = add_gathered(cx, D, share, err)) != GM_OK)

@@ -311,6 +311,60 @@ static void test_sharding(void **state)
     assert_non_null(strstr(e.msg, "--tp 8 does not divide the 12 attention heads"));
 }
 
+/* The phases of the component 'name' (0 when there is none). */
+static unsigned component_phases(const struct gm_estimate *e, const char *name)
+{
+    for (size_t i = 0; i < e->n_components; i++)
+        if (strcmp(e->components[i].name, name) == 0)
+            return e->components[i].phases;
+    return 0;
+}
+
+/* DeepSpeed's reduce buffer as deepspeed/runtime/zero/stage_1_and_2.py and stage3.py
+ * (v0.16.1) allocate it: torch.empty(int(reduce_bucket_size)) in the 16-bit dtype, never
+ * cut to the model's size; ZeRO-1/2 in backward(), a second one with overlap_comm; ZeRO-3
+ * once, when the optimizer is built, kept for good; no all-gather bucket (the step gathers
+ * into the flat groups, all_gather_into_tensor, from v0.12.4). */
+static void test_zero_reduce_buffers(void **state)
+{
+    /* 494 M parameters: fewer than the default bucket of 5e8 elements */
+    const struct gm_model *m = gm_model_catalog_find("qwen2.5-0.5b");
+    struct gm_estimate *z = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    (void)state;
+    assert_non_null(m);
+    train_job(&j, m);
+    j.parallel.gpus = 2;
+    j.parallel.shard = GM_SHARD_ZERO2;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_true(z->n_params < 500000000ull);
+    assert_int_equal(component(z, "zero_reduce_bucket"), 500000000ull * 2);
+    assert_int_equal(component_phases(z, "zero_reduce_bucket"), GM_EST_PHASE_FORWARD_BACKWARD);
+    assert_int_equal(component(z, "zero_allgather_bucket"), UINT64_MAX);
+    /* overlap_comm: double-buffered */
+    j.parallel.zero_overlap_comm = true;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero_reduce_bucket"), 2ull * 500000000ull * 2);
+    /* ZeRO-1 alike */
+    j.parallel.shard = GM_SHARD_ZERO1;
+    j.parallel.bucket_elements = 200000000;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero_reduce_bucket"), 2ull * 200000000ull * 2);
+    /* ZeRO-3: one buffer whatever overlap_comm says, held through the whole step; the HF
+     * Trainer's "auto" makes it hidden x hidden elements (896^2 here) */
+    j.parallel.shard = GM_SHARD_ZERO3;
+    j.parallel.bucket_elements = 896ull * 896;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero_reduce_bucket"), 896ull * 896 * 2);
+    assert_int_equal(component_phases(z, "zero_reduce_bucket"), GM_EST_PHASE_TRAIN_ALL);
+    /* one GPU: no ZeRO buffer at all */
+    j.parallel.gpus = 1;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero_reduce_bucket"), UINT64_MAX);
+    gm_estimate_free(z);
+}
+
 /* Pipeline: the first stage keeps p micro-batches of L/p layers (= L layers' worth), the
  * last stage L/p layers of one micro-batch plus the logits. */
 static void test_pipeline(void **state)
@@ -526,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_nf4),
         cmocka_unit_test(test_lora_estimate),
         cmocka_unit_test(test_sharding),
+        cmocka_unit_test(test_zero_reduce_buffers),
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_llamacpp_kv),
         cmocka_unit_test(test_llamacpp_engine),
