@@ -881,6 +881,28 @@ static inline bool same8_as(const uint8_t *p, const uint8_t *q)
     return x == y;
 }
 
+/* How many events from k on (below 'end', k's own included) hold byte b, counted eight at a
+ * time: the count may stop short of the run's end by fewer than eight. */
+static inline size_t same_run(const uint8_t *phase, size_t k, size_t end, uint8_t b)
+{
+    size_t m = 1;
+    while (k + m + 8 <= end && same8(phase + k + m, b))
+        m += 8;
+    return m;
+}
+
+/* Events k..k+m-1 take final phase 'fin' (counted, and a run started where it changes). */
+static inline void set_phases(uint8_t *phase, size_t k, size_t m, uint8_t fin, uint64_t *per_phase,
+                              size_t *n_runs)
+{
+    *n_runs += k == 0 || fin != phase[k - 1];
+    if (m == 1)
+        phase[k] = fin;
+    else
+        memset(phase + k, fin, m);
+    per_phase[fin] += m;
+}
+
 /* Step 2: smoothing, then the runs.  The raw phases are in w->phase (an unknown event's
  * RAW_NO_FRAMES bit set by scan_trace when its stack is empty); only an unknown event
  * between two forward events needs stacks, read from the trace with two cursors. */
@@ -907,20 +929,12 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     for (size_t k = 0; k < n; k++) {
         uint8_t raw = phase[k];
         if ((raw & ~RAW_NO_FRAMES) != RAW_UNKNOWN) {
-            /* eight events of this known raw phase at once: each would do as the first */
-            size_t m = 1;
-            while (k + m + 8 <= n && same8(phase + k + m, raw))
-                m += 8;
+            /* the events of this known raw phase after it: each would do as the first */
+            size_t m = same_run(phase, k, n, raw);
             pk = raw;
             if (raw == RAW_FORWARD)
                 last_fwd = k + m - 1;
-            uint8_t out = (uint8_t)phase_of_raw(raw);
-            n_runs += k == 0 || out != phase[k - 1];
-            if (m == 1)
-                phase[k] = out;
-            else
-                memset(phase + k, out, m);
-            per_phase[out] += m;
+            set_phases(phase, k, m, (uint8_t)phase_of_raw(raw), per_phase, &n_runs);
             k += m - 1;
             continue;
         }
@@ -964,17 +978,9 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
         } else {
             out = RAW_OTHER;
         }
-        /* the same byte up to the next known phase: the same answer, eight at a time */
-        size_t m = 1, lim = nk == SIZE_MAX ? n : nk;
-        while (alike && k + m + 8 <= lim && same8(phase + k + m, raw))
-            m += 8;
-        uint8_t fin = (uint8_t)phase_of_raw(out);
-        n_runs += k == 0 || fin != phase[k - 1];
-        if (m == 1)
-            phase[k] = fin;
-        else
-            memset(phase + k, fin, m);
-        per_phase[fin] += m;
+        /* the same byte up to the next known phase: the same answer */
+        size_t m = alike ? same_run(phase, k, nk == SIZE_MAX ? n : nk, raw) : 1;
+        set_phases(phase, k, m, (uint8_t)phase_of_raw(out), per_phase, &n_runs);
         k += m - 1;
     }
     /* Runs. */
