@@ -2293,6 +2293,80 @@ static void test_first_pass_used_on_streams_and_step_ranges(void **state)
     free(buf);
 }
 
+/* Pickle opcodes for write_long_batch(), protocol 2 (pickletools names). */
+static void op_str(FILE *f, const char *s)
+{
+    uint32_t n = (uint32_t)strlen(s);
+    fputc('X', f); /* BINUNICODE */
+    for (int i = 0; i < 4; i++)
+        fputc((int)(n >> (8 * i)) & 0xff, f);
+    fputs(s, f);
+}
+
+static void op_uint(FILE *f, uint64_t v)
+{
+    fputc(0x8a, f); /* LONG1: 8 bytes, little-endian (v below 2^63) */
+    fputc(8, f);
+    for (int i = 0; i < 8; i++)
+        fputc((int)(v >> (8 * i)) & 0xff, f);
+}
+
+/* One device trace of 2 x 'n' events (allocations, then their frees) appended in one batch
+ * (MARK ... APPENDS), as a writer other than CPython's may write it: the loader hands its
+ * consumers no events of a batch longer than it buffers. */
+static void write_long_batch(char **buf, size_t *len, int n)
+{
+    FILE *f = open_memstream(buf, len);
+    assert_non_null(f);
+    fputs("\x80\x02}(", f); /* PROTO 2, EMPTY_DICT, MARK */
+    op_str(f, "segments");
+    fputc(']', f);
+    op_str(f, "device_traces");
+    fputs("]](", f); /* the list of traces, the trace, MARK for APPENDS */
+    for (int i = 0; i < 2 * n; i++) {
+        fputs("}(", f);
+        op_str(f, "action");
+        op_str(f, i < n ? "alloc" : "free_completed");
+        op_str(f, "addr");
+        op_uint(f, 0x7f0000000000u + 4096u * (uint64_t)(i % n));
+        op_str(f, "size");
+        op_uint(f, 512u + (uint64_t)(i % n));
+        op_str(f, "stream");
+        op_uint(f, (i % n) % 3 ? 0x5000u : 0);
+        op_str(f, "time_us");
+        op_uint(f, 1000u + 10u * (uint64_t)i);
+        op_str(f, "frames");
+        fputs("]u", f); /* EMPTY_LIST, SETITEMS */
+    }
+    fputs("eau.", f); /* APPENDS, APPEND (the trace to the list), SETITEMS, STOP */
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A batch longer than the loader buffers ends its consumers: the analysis walks the trace,
+ * with the same results. */
+static void test_first_pass_after_a_long_batch_is_the_walk(void **state)
+{
+    char *buf, *ha, *hb;
+    size_t len, ta, tb;
+    struct gm_snapshot *sa, *sb;
+    struct gm_analysis *a, *b;
+    (void)state;
+    write_long_batch(&buf, &len, 3000);
+    a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
+    b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
+    assert_int_equal(a->devices[0].n_allocs, 3000);
+    assert_int_equal(tb, 0);
+    analyses_equal(a, b, true, "a long batch");
+    assert_string_equal(ha, hb);
+    free(ha);
+    free(hb);
+    gm_analysis_free(a);
+    gm_analysis_free(b);
+    gm_snapshot_free(sa);
+    gm_snapshot_free(sb);
+    free(buf);
+}
+
 /* The rank a file's name carries, by the names launchers and trainers write. */
 static void test_rank_from_file_names(void **state)
 {
@@ -2609,6 +2683,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_analysis_without_series_keeps_the_figures),
     cmocka_unit_test(test_first_pass_while_loading_equals_the_walk),
     cmocka_unit_test(test_first_pass_used_on_streams_and_step_ranges),
+    cmocka_unit_test(test_first_pass_after_a_long_batch_is_the_walk),
 };
 
 /* real snapshots */
