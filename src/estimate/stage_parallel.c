@@ -515,8 +515,10 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
         snprintf(note, sizeof note, "ZeRO reduce bucket%s, %llu elements in 16-bit%s",
                  p->zero_overlap_comm ? "s" : "", (unsigned long long)p->bucket_elements,
                  p->zero_overlap_comm ? " each (overlap_comm)" : "");
+        /* made in the optimizer's backward() before loss.backward(), freed at its end: the
+         * loss's backward included */
         if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", zero_ipg_bytes(p, stage),
-                          GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err)))
+                          GM_EST_PHASE_SAVED, true, GM_EXTENT_ONE_LAYER, note, err)))
             return st;
     }
     if (stage == 3 && (st = add_gathered(cx, D, share, err)) != GM_OK)

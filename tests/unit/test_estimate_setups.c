@@ -340,7 +340,7 @@ static void test_zero_reduce_buffers(void **state)
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
     assert_true(z->n_params < 500000000ull);
     assert_int_equal(component(z, "zero_reduce_bucket"), 500000000ull * 2);
-    assert_int_equal(component_phases(z, "zero_reduce_bucket"), GM_EST_PHASE_FORWARD_BACKWARD);
+    assert_int_equal(component_phases(z, "zero_reduce_bucket"), GM_EST_PHASE_SAVED);
     assert_int_equal(component(z, "zero_allgather_bucket"), UINT64_MAX);
     /* overlap_comm: double-buffered */
     j.parallel.zero_overlap_comm = true;
@@ -362,6 +362,35 @@ static void test_zero_reduce_buffers(void **state)
     j.parallel.gpus = 1;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
     assert_int_equal(component(z, "zero_reduce_bucket"), UINT64_MAX);
+    gm_estimate_free(z);
+}
+
+/* ZeRO-1/2's reduce buffer lives from before the loss's backward to the end of backward
+ * (the optimizer's backward() makes it before loss.backward()): with full checkpointing the
+ * peak is at the loss or in backward, so the peak moves by the whole bucket. */
+static void test_zero_reduce_buffer_moves_peak(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("qwen2.5-0.5b");
+    struct gm_estimate *z = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    uint64_t small, large;
+    (void)state;
+    assert_non_null(m);
+    train_job(&j, m);
+    j.workload.batch = 8;
+    j.workload.seq = 4096;
+    j.parallel.gpus = 2;
+    j.parallel.shard = GM_SHARD_ZERO2;
+    j.memory.checkpointing = GM_CKPT_FULL;
+    j.parallel.bucket_elements = 1;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component_phases(z, "zero_reduce_bucket"), GM_EST_PHASE_SAVED);
+    small = z->peak_allocated_bytes;
+    j.parallel.bucket_elements = 500000000;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    large = z->peak_allocated_bytes;
+    assert_int_equal(large - small, (500000000ull - 1) * 2);
     gm_estimate_free(z);
 }
 
@@ -581,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_lora_estimate),
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_zero_reduce_buffers),
+        cmocka_unit_test(test_zero_reduce_buffer_moves_peak),
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_llamacpp_kv),
         cmocka_unit_test(test_llamacpp_engine),
