@@ -358,10 +358,21 @@ static void test_zero_reduce_buffers(void **state)
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
     assert_int_equal(component(z, "zero_reduce_bucket"), 896ull * 896 * 2);
     assert_int_equal(component_phases(z, "zero_reduce_bucket"), GM_EST_PHASE_TRAIN_ALL);
-    /* one GPU: no ZeRO buffer at all */
+    /* one GPU (ZeRO-Offload on a single card) has it too: DeepSpeedZeroOptimizer.backward()
+     * makes it under "if self.contiguous_gradients:" alone (deepspeed/runtime/zero/
+     * stage_1_and_2.py, v0.16.1), whatever the world size */
     j.parallel.gpus = 1;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
-    assert_int_equal(component(z, "zero_reduce_bucket"), UINT64_MAX);
+    assert_int_equal(component(z, "zero_reduce_bucket"), 896ull * 896 * 2);
+    j.parallel.shard = GM_SHARD_ZERO2;
+    j.parallel.bucket_elements = 500000000;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero_reduce_bucket"), 2ull * 500000000ull * 2);
+    /* in the optimizer's dtype: fp32 in fp32 training */
+    j.numerics.precision = GM_PREC_FP32;
+    j.parallel.zero_overlap_comm = false;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero_reduce_bucket"), 500000000ull * 4);
     gm_estimate_free(z);
 }
 
