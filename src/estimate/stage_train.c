@@ -584,6 +584,18 @@ bool est_hf_trainer_fp32_outputs(const struct gm_job *j)
            j->stack.transformers >= GM_VERSION(4, 30, 0);
 }
 
+/* torchtune's compile flag compiles each chunk's loss of CEWithChunkedOutputLoss
+ * (training/_compile.py compile_loss, v0.3.0 651a730 to v0.6.1 a6290a5; the newest preset
+ * row is v0.6.1).  Later, LinearCrossEntropyLoss.apply_compile_strategy logs "Skipping
+ * compile loss" (pytorch/torchtune ff7fe87), and no other stack compiles a chunked loss. */
+static bool torchtune_compiled_chunks(const struct gm_job *j)
+{
+    uint32_t v = j->stack.preset_version;
+    return j->memory.loss == GM_LOSS_CHUNKED && j->memory.compile &&
+           j->stack.preset == GM_STACK_TORCHTUNE &&
+           (!v || (v >= GM_VERSION(0, 3, 0) && v < GM_VERSION(0, 7, 0)));
+}
+
 struct loss_model {
     double bytes;   /* at the loss moment */
     double grad;    /* of which gradients of the logits (the loss's backward) */
@@ -690,11 +702,11 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         }
         return;
     case GM_LOSS_CHUNKED:
-        if (j->memory.compile) {
+        if (torchtune_compiled_chunks(j)) {
             /* torchtune's compile flag compiles each chunk's upcast and cross-entropy
              * (training/_compile.py compile_loss: loss.compute_cross_entropy =
-             * torch.compile(...), v0.3.0 651a730 to v0.6.1 a6290a5; LinearCrossEntropyLoss's
-             * apply_compile_strategy after): as under --loss compiled, Inductor keeps each
+             * torch.compile(...), v0.3.0 651a730 to v0.6.1 a6290a5): as under --loss
+             * compiled, Inductor keeps each
              * chunk's 16-bit logits as the saved input with a log-sum-exp per token, no fp32
              * log-softmax, and a chunk's backward writes a new 16-bit gradient beside them.
              * Autograd runs every chunk's loss backward before the projections' (they were
@@ -717,8 +729,13 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         out->grad = 4.0 * nv / C;
         snprintf(out->note, sizeof out->note,
                  "%g chunks: log-softmax of every chunk kept, one chunk's logits and gradients", C);
-        out->what = "chunked cross-entropy (torchtune LinearCrossEntropyLoss): the projection "
-                    "and the loss one chunk at a time";
+        out->what = j->memory.compile
+                        ? "chunked cross-entropy (torchtune LinearCrossEntropyLoss): the "
+                          "projection and the loss one chunk at a time, the loss not compiled "
+                          "(only torchtune 0.3 to 0.6's compile_loss compiles the chunks: "
+                          "--stack torchtune@0.4)"
+                        : "chunked cross-entropy (torchtune LinearCrossEntropyLoss): the "
+                          "projection and the loss one chunk at a time";
         return;
     case GM_LOSS_FUSED: {
         /* the kernel replaces the log-softmax and writes the gradient into its input.  On an

@@ -92,7 +92,7 @@ static void test_techniques_change_their_kinds(void **state)
         {"llama-3-8b", TRAIN8B, "--fused-kernels rope", 0}, /* forward temporaries only */
         {"llama-3-8b", TRAIN8B, "--compile", K(GM_KIND_ACTIVATIONS) | K(GM_KIND_BACKWARD_TEMP)},
         /* torchtune compiles its chunked loss with the layers */
-        {"llama-3-8b", TRAIN8B " --loss chunked", "--compile",
+        {"llama-3-8b", TRAIN8B " --stack torchtune@0.4 --loss chunked", "--compile",
          K(GM_KIND_ACTIVATIONS) | K(GM_KIND_BACKWARD_TEMP) | K(GM_KIND_LOGITS)},
         /* packing: the same tokens change nothing; more tokens scale the per-token terms */
         {"llama-3-8b", "--train --seq 4096", "--tokens-per-batch 4096", 0},
@@ -182,15 +182,25 @@ static void test_loss_sizes(void **state)
     /* torchtune's chunked cross-entropy: 4 B per logit kept plus one chunk's 10 B */
     run("llama-3-8b", TRAIN8B " --loss chunked", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
-    /* the same chunks with each chunk's loss compiled (torchtune's compile_loss): the 16-bit
-     * logits kept by the compiled graphs, one chunk's new 16-bit gradient beside them and a
-     * log-sum-exp per token, no fp32 copy; with 16 chunks the gradient is half as large */
-    run("llama-3-8b", TRAIN8B " --loss chunked --compile", &with);
+    /* the same chunks with each chunk's loss compiled (torchtune 0.3 to 0.6's compile_loss):
+     * the 16-bit logits kept by the compiled graphs, one chunk's new 16-bit gradient beside
+     * them and a log-sum-exp per token, no fp32 copy; with 16 chunks the gradient is half as
+     * large */
+    run("llama-3-8b", TRAIN8B " --stack torchtune@0.4 --loss chunked --compile", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
                      2 * T * V + 2 * T * V / 8 + 4 * T);
-    run("llama-3-8b", TRAIN8B " --loss chunked --loss-chunks 16 --compile", &with);
+    run("llama-3-8b", TRAIN8B " --stack torchtune --loss chunked --loss-chunks 16 --compile",
+        &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
                      2 * T * V + 2 * T * V / 16 + 4 * T);
+    /* compile_loss exists from torchtune 0.3.0 only, and no other stack compiles the chunks:
+     * torchtune 0.2, accelerate and a custom loop keep the uncompiled form */
+    run("llama-3-8b", TRAIN8B " --stack torchtune@0.2 --loss chunked --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
+    run("llama-3-8b", TRAIN8B " --stack accelerate --loss chunked --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
+    run("llama-3-8b", TRAIN8B " --loss chunked --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
     /* a cross-entropy kernel on the bf16 logits: 2 B per logit and a logsumexp per token */
     run("llama-3-8b", TRAIN8B " --loss fused", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
