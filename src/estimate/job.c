@@ -1542,6 +1542,15 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
     enum gm_status st;
     if ((st = exclusive(j, EST_SET_FSDP, EST_SET_ZERO, err)))
         return st;
+    /* DeepSpeed's reduce buffer: neither DDP nor FSDP has one (at ZeRO-3 overlap_comm
+     * changes nothing: stage_parallel.c says so) */
+    if (p->shard == GM_SHARD_NONE || p->shard == GM_SHARD_FSDP) {
+        if (est_given(j, EST_SET_ZERO_OVERLAP_COMM))
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--zero-overlap-comm needs --zero 1 or 2");
+        if (est_given(j, EST_SET_BUCKET_ELEMENTS))
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--bucket-elements needs --zero");
+    }
     if (p->tp > p->gpus)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp %llu exceeds --gpus %llu",
                        (unsigned long long)p->tp, (unsigned long long)p->gpus);

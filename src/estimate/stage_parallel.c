@@ -339,6 +339,9 @@ static enum gm_status add_gathered(struct est_ctx *cx, double share,
     if (p->shard == GM_SHARD_ZERO3) {
         snprintf(note, sizeof note, "ZeRO-3 reduce bucket, %llu elements in %s",
                  (unsigned long long)p->bucket_elements, zero_ipg_width(j));
+        if (p->zero_overlap_comm)
+            est_assume(e, "ZeRO-3 keeps one reduce buffer whatever overlap_comm (stage3.py "
+                          "__ipg_bucket_flat_buffer)");
         if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", zero_ipg_bytes(j, 3),
                           GM_EST_PHASE_TRAIN_ALL, true, GM_EXTENT_ONE_LAYER, note, err)))
             return st;
