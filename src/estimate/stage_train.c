@@ -1261,7 +1261,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                          "they coexist with activations"
                        : "freed by zero_grad(set_to_none=True) (PyTorch "
                          ">= 2.0), allocated during backward");
-    if (j->stack.torch && j->stack.torch < GM_VERSION(2, 0, 0))
+    if (est_torch_before_2(j))
         est_assume(e,
                    "PyTorch %u.%u (--torch-version): before 2.0 torch.optim steps with a for-loop "
                    "unless foreach or fused is given, and zero_grad() zeroes the gradients "

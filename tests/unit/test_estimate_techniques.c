@@ -504,8 +504,17 @@ static void test_torch_version_before_2_defaults(void **state)
         {" --torch-version 1.13 --optimizer-impl foreach", GM_OPTIM_FOREACH, GM_ZERO_GRAD_ZEROS},
         {" --zero-grad set-to-none --torch-version 1.12", GM_OPTIM_FOR_LOOP,
          GM_ZERO_GRAD_SET_TO_NONE},
-        {" --stack torchtune --torch-version 1.13", GM_OPTIM_FUSED, GM_ZERO_GRAD_ZEROS},
         {" --torch-version 2.0", GM_OPTIM_FOREACH, GM_ZERO_GRAD_SET_TO_NONE},
+        /* a PEP 440 local version label names a build of the release */
+        {" --torch-version 2.1.0+cu121", GM_OPTIM_FOREACH, GM_ZERO_GRAD_SET_TO_NONE},
+        {" --torch-version 1.13.1+cu117", GM_OPTIM_FOR_LOOP, GM_ZERO_GRAD_ZEROS},
+    };
+    /* what needs PyTorch 2: torch.compile, FSDP2's fully_shard, torchtune (whose recipes use
+     * both) */
+    static const char *const refused[] = {
+        " --torch-version 1.13 --compile",
+        " --torch-version 1.13 --gpus 2 --fsdp --fsdp-version 2",
+        " --stack torchtune --torch-version 1.13",
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -517,6 +526,22 @@ static void test_torch_version_before_2_defaults(void **state)
         if (j.numerics.optim_impl != cases[i].impl || j.numerics.zero_grad != cases[i].zero_grad)
             fail_msg("%s: optimizer-impl %d, zero-grad %d", b, (int)j.numerics.optim_impl,
                      (int)j.numerics.zero_grad);
+    }
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        struct gm_job j;
+        struct gm_error e;
+        char b[256];
+        snprintf(b, sizeof b, "%s%s", TRAIN8B, refused[i]);
+        job_make("llama-3-8b", b, &j);
+        if (gm_job_check(&j, &e) != GM_ERR_INVALID)
+            fail_msg("%s: accepted", b);
+    }
+    {
+        struct gm_job j;
+        struct gm_error e;
+        gm_job_init(&j);
+        assert_int_equal(gm_job_set(&j, "torch-version", "2.+cu121", &e), GM_ERR_INVALID);
+        assert_int_equal(gm_job_set(&j, "torch-version", "2.1+", &e), GM_ERR_INVALID);
     }
     run("llama-3-8b", TRAIN8B " --torch-version 1.13", &with);
     run("llama-3-8b", TRAIN8B " --optimizer-impl for-loop --zero-grad zeros", &base);
