@@ -270,17 +270,21 @@ static void text_devices(FILE *f, const struct gm_estimate_report *r)
 {
     const struct gm_job *j = &r->job;
     const struct gm_est_layout *l = &r->est->layout;
-    char a[32], b[32], c[32], pp[32] = "";
+    char a[32], b[32], c[32], pp[32] = "", cp[96] = "";
     if (j->parallel.pp > 1)
         snprintf(pp, sizeof pp, ", pp %llu", (unsigned long long)j->parallel.pp);
-    fprintf(f, "\nper device: %s, %llu GPUs (%llu per node, %llu node%s), tp %llu%s%s\n",
+    if (j->parallel.cp > 1)
+        snprintf(cp, sizeof cp, ", cp %llu (%llu data x %llu context ranks)",
+                 (unsigned long long)j->parallel.cp, (unsigned long long)(l->dp / j->parallel.cp),
+                 (unsigned long long)j->parallel.cp);
+    fprintf(f, "\nper device: %s, %llu GPUs (%llu per node, %llu node%s), tp %llu%s%s%s\n",
             j->mode != GM_EST_TRAIN                           ? "inference"
             : j->parallel.shard != GM_SHARD_NONE || l->dp > 1 ? gm_shard_name(j->parallel.shard)
                                                               : "no data parallelism",
             (unsigned long long)l->gpus, (unsigned long long)l->gpus_per_node,
             (unsigned long long)l->nodes, l->nodes > 1 ? "s" : "",
             (unsigned long long)j->parallel.tp,
-            j->parallel.sequence_parallel ? " + sequence parallel" : "", pp);
+            j->parallel.sequence_parallel ? " + sequence parallel" : "", pp, cp);
     for (size_t i = 0; i < l->n_groups; i++) {
         const struct gm_device_group *g = &l->groups[i];
         char layers[48] = "";

@@ -115,12 +115,14 @@ enum gm_status gm_calib_add_points(struct gm_calib_opts *o, const char *spec, st
 
 /* ---- the estimate's side ---- */
 
+/* The tokens one rank holds: training counts them as the estimate does (est_tokens:
+ * --tokens-per-batch, or batch x seq divided over the context-parallel ranks); inference, the
+ * prompt and the new tokens of every sequence. */
 static uint64_t job_tokens(const struct gm_job *j)
 {
-    uint64_t per = j->mode == GM_EST_TRAIN
-                       ? j->workload.seq
-                       : gm_add_sat(j->workload.context, j->workload.new_tokens);
-    return gm_mul_sat(j->workload.batch, per);
+    if (j->mode == GM_EST_TRAIN)
+        return (uint64_t)est_tokens(j);
+    return gm_mul_sat(j->workload.batch, gm_add_sat(j->workload.context, j->workload.new_tokens));
 }
 
 /* The estimate's moment of a span.  The forward/backward figure is the largest of its three

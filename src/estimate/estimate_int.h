@@ -395,14 +395,18 @@ double est_kv_elems(const struct gm_model *m, enum est_kv_store who, uint64_t tp
 uint64_t est_vllm_state_bytes(const struct gm_model *m, uint64_t tp, uint64_t pp);
 /* Bytes per token and layer of DeepSeek-V3.2's indexer key cache under vLLM; 0 without. */
 uint64_t est_vllm_indexer_bytes(const struct gm_model *m);
-/* Bytes the Marlin kernel's padding of MXFP4 MoE experts adds to one GPU's weights under
- * vLLM on a GPU of compute capability 'sm' (x 10) at 'version' (stage_engine.c); 0 where
- * vLLM keeps the checkpoint's shapes or the layout is not modelled. */
-uint64_t est_vllm_mxfp4_marlin_pad_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
-                                         uint64_t tp, uint64_t ep);
-/* what vLLM's Triton layout of MXFP4 experts adds on Hopper from 0.11 (stage_engine.c) */
-uint64_t est_vllm_mxfp4_triton_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
-                                     uint64_t tp, uint64_t ep);
+/* The kernels vLLM runs MXFP4 MoE experts with, by compute capability 'sm' (x 10), vLLM and
+ * PyTorch version (0: not given), and the bytes each one's layout adds to one GPU's weights
+ * over the checkpoint / tp (stage_engine.c). */
+enum est_mxfp4_backend {
+    EST_MXFP4_NOT_MODELLED = 0, /* unknown GPU, or Blackwell's FlashInfer paths */
+    EST_MXFP4_MARLIN,           /* padded to Marlin's tiles */
+    EST_MXFP4_TRITON,           /* triton_kernels, swizzled (Hopper, PyTorch >= 2.8.1) */
+    EST_MXFP4_TRITON_STRIDED,   /* triton_kernels, the loaded layout (PyTorch < 2.8.1) */
+};
+enum est_mxfp4_backend est_vllm_mxfp4_backend(unsigned sm, uint32_t vllm, uint32_t torch);
+uint64_t est_vllm_mxfp4_bytes(const struct gm_model *m, enum est_mxfp4_backend backend, uint64_t tp,
+                              uint64_t ep);
 /* What vLLM's log prints as its KV cache size in tokens for a pool of 'pool' bytes in blocks
  * of 'block' tokens: 'tokens' (the pool's tokens at the bytes a request really holds) unless
  * the model mixes sliding-window or chunked layers with full attention, where from vLLM 0.10
@@ -563,6 +567,16 @@ uint64_t est_data_parallel(const struct gm_job *job);
  * parallelism divides them later); 0 without --cp. */
 double est_ring_attention_per_token(const struct gm_job *job, const struct gm_model *m,
                                     bool backward);
+/* One rank's forward ring tensors for one attention call over 'tokens' local tokens, in the
+ * order the call allocates them (contiguous k and v, k|v, the all-gathered k|v, the merger's
+ * fp32 output, a block's fp32 output and the update's difference): the heads split over the
+ * tensor-parallel ranks.  Returns how many it wrote (EST_RING_PARTS; 0 without --cp). */
+#define EST_RING_PARTS 7
+size_t est_ring_attention_parts(const struct gm_job *job, const struct gm_model *m, double tokens,
+                                uint64_t part[EST_RING_PARTS]);
+/* Their sum. */
+uint64_t est_ring_attention_bytes(const struct gm_job *job, const struct gm_model *m,
+                                  double tokens);
 /* The value 'v' of setting 'id' as the user types it ("3", "fp8", "0.95"; "" for a flag). */
 void est_setting_value_text(enum est_setting id, const union gm_job_value *v, char *out, size_t n);
 /* The --quant choices, in the order of the setting's choices (the value est_job_put() takes). */

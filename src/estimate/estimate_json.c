@@ -75,6 +75,7 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
         gm_json_kv_bool(w, "reshard_after_forward", j->parallel.reshard_after_forward);
         gm_json_kv_bool(w, "sync_module_states", j->parallel.sync_module_states);
         gm_json_kv_u64(w, "ep", j->parallel.ep);
+        gm_json_kv_u64(w, "cp", j->parallel.cp);
         json_version(w, "transformers_version", j->stack.transformers);
         json_version(w, "bitsandbytes_version", j->stack.bitsandbytes);
         gm_json_kv_str(w, "loss_impl", choice_name("loss-impl", (int)mem->loss_impl));
@@ -435,6 +436,7 @@ static void json_layout(struct gm_json *w, const struct gm_estimate_report *r)
     gm_json_kv_u64(w, "gpus", j->parallel.gpus);
     gm_json_kv_u64(w, "tp", j->parallel.tp);
     gm_json_kv_u64(w, "pp", j->parallel.pp);
+    gm_json_kv_u64(w, "cp", j->parallel.cp);
     gm_json_kv_bool(w, "sequence_parallel", j->parallel.sequence_parallel);
     gm_json_kv_bool(w, "offload_optimizer", j->parallel.offload_optimizer);
     gm_json_kv_bool(w, "offload_params", j->parallel.offload_params);

@@ -819,9 +819,9 @@ static const struct gm_job_setting settings[] = {
                 TRAIN, set_bnb_version),
     [EST_SET_TORCH_VERSION] =
         TEXT_FN("torch-version", "V",
-                "PyTorch (before 2.0: for-loop optimizer step, zero_grad() to zeros; default "
-                "current)",
-                TRAIN, set_torch_version),
+                "PyTorch (training before 2.0: for-loop optimizer step, zero_grad() to zeros; "
+                "vLLM on Hopper before 2.8.1: MXFP4 experts unswizzled; default current)",
+                RUN, set_torch_version),
     /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     [EST_SET_QUANT] =
         {"quant", GM_JOB_CHOICE, NULL,
@@ -1579,16 +1579,32 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
                        (unsigned long long)p->pp);
     if (p->cp > 1 && p->gpus % (p->tp * p->pp * p->cp) != 0)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--gpus %llu is not a multiple of --tp x --pp x --cp %llu",
-                       (unsigned long long)p->gpus, (unsigned long long)p->cp);
+                       "--gpus %llu is not a multiple of --tp %llu x --pp %llu x --cp %llu",
+                       (unsigned long long)p->gpus, (unsigned long long)p->tp,
+                       (unsigned long long)p->pp, (unsigned long long)p->cp);
     /* the load-balanced split gives each rank two of 2 x cp equal chunks of every sequence
      * (context_parallel's round-robin); ring attention runs SDPA's flash or efficient kernels
      * only (torchtitan's train context restricts the backends) */
-    if (p->cp > 1 && (j->workload.seq % (2 * p->cp) != 0 || j->workload.tokens))
+    if (p->cp > 1 && j->workload.seq % (2 * p->cp) != 0)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--cp %llu needs --seq a multiple of 2 x cp (two chunks per rank) and no "
-                       "--tokens-per-batch",
-                       (unsigned long long)p->cp);
+                       "--cp %llu needs --seq a multiple of 2 x cp = %llu (two chunks per rank)",
+                       (unsigned long long)p->cp, (unsigned long long)(2 * p->cp));
+    if (p->cp > 1 && j->workload.tokens)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--cp splits every sequence of --batch x --seq: not --tokens-per-batch");
+    /* the one stack whose context parallelism gpumem models is torchtitan's, which shards the
+     * model with FSDP2's fully_shard over the dp_shard_cp mesh and trains every parameter */
+    if (p->cp > 1 && p->shard != GM_SHARD_NONE && p->shard != GM_SHARD_FSDP)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--cp runs under torchtitan's FSDP2 (--fsdp --fsdp-version 2), not --zero");
+    if (p->cp > 1 && p->shard == GM_SHARD_FSDP && p->fsdp_version != 2)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--cp with --fsdp needs FSDP2 (--fsdp-version 2): torchtitan shards its "
+                       "context-parallel model with fully_shard");
+    if (p->cp > 1 && j->memory.adapter != GM_ADAPTER_NONE)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--cp runs as torchtitan's full training (FSDP2), not with --lora or "
+                       "--qlora");
     if (p->cp > 1 && j->memory.attention == GM_ATTN_EAGER)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--cp needs SDPA attention (ring attention wraps the flash and efficient "

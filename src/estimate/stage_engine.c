@@ -401,70 +401,87 @@ uint64_t est_vllm_tokens_logged(const struct gm_model *m, uint64_t tp, uint64_t 
     return pool / page / group_size / groups * block;
 }
 
-/* vLLM's MXFP4 MoE experts in the Marlin kernel's layout (vllm/model_executor/layers/
- * quantization/mxfp4.py, Mxfp4MoEMethod.create_weights, Mxfp4Backend.MARLIN at 007d500: "the
- * moe marlin kernel requires that for each linear n % 256 == 0 and k % 128 == 0"): every
- * expert's intermediate share (its width / tp) rounded up to 128 and the hidden size to 256,
- * fp4 values and one e8m0 scale per 32 (17/32 byte an element) for gate, up and down.  vLLM
- * takes Marlin where its Triton kernels do not run (compute capability below 9.0 or from
- * 11.0) and, in the logs the validation rows hold, on Hopper up to 0.10 (0.10.1 on an H100
- * prints "Weight-only FP4 compression will be used leveraging the Marlin kernel"; 0.11.0's
- * loaded weights are those of the Triton layout, not modelled).  Returns the bytes the
- * padding adds on one GPU; 0 for other checkpoints, GPUs, versions and expert parallelism. */
-uint64_t est_vllm_mxfp4_marlin_pad_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
-                                         uint64_t tp, uint64_t ep)
+/* Which kernels vLLM runs gpt-oss's MXFP4 MoE experts with (vllm/model_executor/layers/
+ * quantization/mxfp4.py, get_mxfp4_backend at 007d500 and afdb4a4): Marlin where its Triton
+ * kernels do not run (compute capability below 9.0 or from 11.0) and, in the logs the
+ * validation rows hold, on Hopper up to 0.10 (0.10.1 on an H100 prints "Weight-only FP4
+ * compression will be used leveraging the Marlin kernel"); OpenAI's triton_kernels on Hopper
+ * from 0.11, whose _swizzle_mxfp4 (utils/mxfp4_utils.py) keeps the strided layout with
+ * PyTorch below 2.8.1 and swizzles from 2.8.1 on.  'torch' 0 (not given): swizzled, as the
+ * llm-d 0.11.0 rows print, though 0.11.0 pins torch 2.8.0.  Blackwell's FlashInfer paths and
+ * an unknown GPU: not modelled. */
+enum est_mxfp4_backend est_vllm_mxfp4_backend(unsigned sm, uint32_t vllm, uint32_t torch)
 {
-    uint64_t width, share, hidden, moe_layers, before, after;
-    bool marlin =
-        sm && (sm < 90 || sm >= 110 || (sm < 100 && version && version < GM_VERSION(0, 11, 0)));
-    if (m->quant.method != GM_QUANT_MXFP4 || !m->n_experts || !marlin || ep > 1 || !tp)
-        return 0;
-    width = m->moe_intermediate ? m->moe_intermediate : m->intermediate;
-    share = width / tp;
-    hidden = m->hidden;
-    moe_layers = m->n_layers > m->n_dense_layers ? m->n_layers - m->n_dense_layers : 0;
-    before = share * hidden;
-    after = est_div_up(share, 128) * 128 * (est_div_up(hidden, 256) * 256);
-    return gm_mul_div_u64(gm_mul_sat(gm_mul_sat(m->n_experts, moe_layers), 3 * (after - before)),
-                          17, 32);
+    if (!sm || (sm >= 100 && sm < 110))
+        return EST_MXFP4_NOT_MODELLED;
+    if (sm < 90 || sm >= 110 || (vllm && vllm < GM_VERSION(0, 11, 0)))
+        return EST_MXFP4_MARLIN;
+    return torch && torch < GM_VERSION(2, 8, 1) ? EST_MXFP4_TRITON_STRIDED : EST_MXFP4_TRITON;
 }
 
-/* vLLM's MXFP4 MoE experts on Hopper from 0.11, where it takes OpenAI's triton_kernels
- * (vllm/model_executor/layers/quantization/mxfp4.py @ afdb4a4, Mxfp4MoEMethod): create_weights
- * rounds each expert's intermediate share up to 64; process_weights_after_loading turns the
- * bf16 biases into fp32 Parameters and swizzles values and scales into new tensors
- * (utils/mxfp4_utils.py _swizzle_mxfp4 @ 01b817d), then deletes w13_weight and w2_weight but
- * not w13_weight_scale and w2_weight_scale, so the checkpoint's scales stay allocated beside
- * the swizzled ones.  The swizzled layouts pad (triton_kernels tensor_details/layout_details:
- * HopperMXValueLayout, mma_version 3, rows to 16 and bytes of a row to 32; HopperMXScaleLayout
- * with vLLM's 8 warps, rows to 2 x 8 x 2 x 8 = 256 and scales of a row to 2).  Per expert and
- * MoE layer, with s the share and i its rounded width: values 2i x h/2 + h x i/2, the kept
- * scales 2i x h/32 + h x i/32 and their padded copies, biases (2i + h) x 4 in place of the
- * checkpoint's (2s + h) x 2.  Returns the bytes this adds on one GPU over the checkpoint ÷ tp
- * (3 s h x 17/32 a layer's expert); 0 off Hopper, before 0.11, with expert parallelism (vLLM
- * swizzles with other warps there) and for other checkpoints. */
-uint64_t est_vllm_mxfp4_triton_bytes(const struct gm_model *m, unsigned sm, uint32_t version,
-                                     uint64_t tp, uint64_t ep)
+/* Marlin's layout (mxfp4.py, Mxfp4MoEMethod.create_weights, Mxfp4Backend.MARLIN at 007d500:
+ * "the moe marlin kernel requires that for each linear n % 256 == 0 and k % 128 == 0"): every
+ * expert's intermediate share (its width / tp) rounded up to 128 and the hidden size to 256,
+ * fp4 values and one e8m0 scale per 32 (17/32 byte an element) for gate, up and down. */
+static uint64_t marlin_per_expert(uint64_t share, uint64_t h)
 {
-    uint64_t width, share, in, h, hs, vals, kept, swz, bias, before, after, moe_layers;
-    bool triton = sm >= 90 && sm < 100 && !(version && version < GM_VERSION(0, 11, 0));
-    if (m->quant.method != GM_QUANT_MXFP4 || !m->n_experts || !triton || ep > 1 || !tp)
-        return 0;
-    width = m->moe_intermediate ? m->moe_intermediate : m->intermediate;
-    share = width / tp;
-    in = est_div_up(share, 64) * 64;
-    h = m->hidden;
-    hs = est_div_up(h, 32);
-    moe_layers = m->n_layers > m->n_dense_layers ? m->n_layers - m->n_dense_layers : 0;
-    vals = est_div_up(2 * in, 16) * 16 * (est_div_up(est_div_up(h, 2), 32) * 32) +
-           est_div_up(h, 16) * 16 * (est_div_up(in / 2, 32) * 32);
+    uint64_t before = share * h;
+    uint64_t after = est_div_up(share, 128) * 128 * (est_div_up(h, 256) * 256);
+    return gm_mul_div_u64(3 * (after - before), 17, 32);
+}
+
+/* The Triton layout (mxfp4.py @ afdb4a4, Mxfp4MoEMethod): create_weights rounds each expert's
+ * intermediate share up to 64; process_weights_after_loading turns the bf16 biases into fp32
+ * Parameters and hands values and scales to _swizzle_mxfp4 (utils/mxfp4_utils.py @ 01b817d),
+ * then deletes w13_weight and w2_weight but not w13_weight_scale and w2_weight_scale.  Swizzled,
+ * the layouts are new tensors that pad (triton_kernels tensor_details/layout_details:
+ * HopperMXValueLayout, mma_version 3, rows to 16 and bytes of a row to 32; HopperMXScaleLayout
+ * with vLLM's 8 warps, rows to 2 x 8 x 2 x 8 = 256 and scales of a row to 2), so the
+ * checkpoint's scales stay allocated beside their padded copies; strided (StridedLayout, whose
+ * swizzle_data returns its input), values and scales stay the loaded tensors.  Per expert and
+ * MoE layer, with s the share and i its rounded width: values 2i x h/2 + h x i/2, scales
+ * 2i x h/32 + h x i/32 (and, swizzled, their padded copies), biases (2i + h) x 4 in place of
+ * the checkpoint's (2s + h) x 2 and 3 s h x 17/32. */
+static uint64_t triton_per_expert(uint64_t share, uint64_t h, bool swizzled)
+{
+    uint64_t in = est_div_up(share, 64) * 64, hs = est_div_up(h, 32), vals, kept, swz, after;
+    uint64_t before = share * h * 3 * 17 / 32 + (2 * share + h) * 2;
+    if (swizzled)
+        vals = est_div_up(2 * in, 16) * 16 * (est_div_up(est_div_up(h, 2), 32) * 32) +
+               est_div_up(h, 16) * 16 * (est_div_up(in / 2, 32) * 32);
+    else
+        vals = 2 * in * (h / 2) + h * (in / 2);
     kept = 2 * in * hs + h * (in / 32);
-    swz = est_div_up(2 * in, 256) * 256 * (est_div_up(hs, 2) * 2) +
-          est_div_up(h, 256) * 256 * (est_div_up(in / 32, 2) * 2);
-    bias = (2 * in + h) * 4;
-    after = vals + kept + swz + bias;
-    before = share * h * 3 * 17 / 32 + (2 * share + h) * 2;
-    return after > before ? gm_mul_sat(gm_mul_sat(m->n_experts, moe_layers), after - before) : 0;
+    swz = swizzled ? est_div_up(2 * in, 256) * 256 * (est_div_up(hs, 2) * 2) +
+                         est_div_up(h, 256) * 256 * (est_div_up(in / 32, 2) * 2)
+                   : 0;
+    after = vals + kept + swz + (2 * in + h) * 4;
+    return after > before ? after - before : 0;
+}
+
+/* The bytes 'backend's layout of MXFP4 MoE experts adds to one GPU's share (checkpoint / tp)
+ * of gpt-oss-style weights; 0 for other checkpoints and with expert parallelism (vLLM lays
+ * experts out with other warps there: not modelled). */
+uint64_t est_vllm_mxfp4_bytes(const struct gm_model *m, enum est_mxfp4_backend backend, uint64_t tp,
+                              uint64_t ep)
+{
+    uint64_t share, moe_layers, per;
+    if (m->quant.method != GM_QUANT_MXFP4 || !m->n_experts || ep > 1 || !tp)
+        return 0;
+    share = (m->moe_intermediate ? m->moe_intermediate : m->intermediate) / tp;
+    moe_layers = m->n_layers > m->n_dense_layers ? m->n_layers - m->n_dense_layers : 0;
+    switch (backend) {
+    case EST_MXFP4_MARLIN:
+        per = marlin_per_expert(share, m->hidden);
+        break;
+    case EST_MXFP4_TRITON:
+    case EST_MXFP4_TRITON_STRIDED:
+        per = triton_per_expert(share, m->hidden, backend == EST_MXFP4_TRITON);
+        break;
+    default:
+        return 0;
+    }
+    return gm_mul_sat(gm_mul_sat(m->n_experts, moe_layers), per);
 }
 
 /* The weights component: one GPU's share 'w' over tp (and a pipeline stage's layers). */
@@ -651,22 +668,26 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->max_num_seqs = seqs;
     per_token = est_vllm_kv_per_token(m, t, pp, kvb100, sv->max_model_len, T, bs);
     w = est_div_up(cx->stored_weight_bytes, t);
-    w = gm_add_sat(w,
-                   est_vllm_mxfp4_marlin_pad_bytes(m, j->gpu.sm, j->stack.vllm, t, j->parallel.ep));
     {
-        uint64_t triton =
-            est_vllm_mxfp4_triton_bytes(m, j->gpu.sm, j->stack.vllm, t, j->parallel.ep);
-        w = gm_add_sat(w, triton);
+        enum est_mxfp4_backend b = est_vllm_mxfp4_backend(j->gpu.sm, j->stack.vllm, j->stack.torch);
+        uint64_t added = est_vllm_mxfp4_bytes(m, b, t, j->parallel.ep);
+        w = gm_add_sat(w, added);
         /* which kernels vLLM takes depends on the install: Marlin without triton_kernels */
-        if (triton)
-            est_assume(
-                e,
-                "vLLM: MXFP4 experts in triton_kernels' layout, the checkpoint's scales "
-                "kept beside the swizzled copies (+%.2f GiB a GPU); without triton_kernels "
-                "installed vLLM takes Marlin (+%.2f GiB)",
-                (double)triton / (double)GM_GIB,
-                (double)est_vllm_mxfp4_marlin_pad_bytes(m, 80, j->stack.vllm, t, j->parallel.ep) /
-                    (double)GM_GIB);
+        if (added && b != EST_MXFP4_MARLIN) {
+            est_assume(e,
+                       "vLLM: MXFP4 experts in triton_kernels' %s layout%s (+%.2f GiB a GPU); "
+                       "without triton_kernels installed vLLM takes Marlin (+%.2f GiB)",
+                       b == EST_MXFP4_TRITON ? "swizzled" : "strided",
+                       b == EST_MXFP4_TRITON ? ", the checkpoint's scales kept beside the copies"
+                                             : "",
+                       (double)added / (double)GM_GIB,
+                       (double)est_vllm_mxfp4_bytes(m, EST_MXFP4_MARLIN, t, j->parallel.ep) /
+                           (double)GM_GIB);
+            est_assume(e, "vLLM swizzles MXFP4 experts on Hopper with PyTorch >= 2.8.1: %s",
+                       j->stack.torch ? "PyTorch as --torch-version gives"
+                                      : "PyTorch >= 2.8.1 inferred from the vLLM version "
+                                        "(0.11.0 pins 2.8.0): give --torch-version");
+        }
     }
     if (pp > 1) {
         /* the stage with the most layers and the larger end (embedding, or lm_head) */

@@ -64,6 +64,35 @@ double est_ring_attention_per_token(const struct gm_job *j, const struct gm_mode
     return g.q * (3.0 * 4.0 + 2.0 * ea + 2.0 * ea + 2.0 * ea * cp + 2.0 * 2.0 * 4.0);
 }
 
+size_t est_ring_attention_parts(const struct gm_job *j, const struct gm_model *m, double tokens,
+                                uint64_t part[EST_RING_PARTS])
+{
+    struct est_geom g;
+    double ea = (double)est_weight_elem_bytes(j->numerics.precision), w;
+    if (j->parallel.cp <= 1 || !m)
+        return 0;
+    est_geom(m, &g);
+    /* the query width on one tensor-parallel rank, over the local tokens */
+    w = tokens * g.q / (double)(j->parallel.tp ? j->parallel.tp : 1);
+    part[0] = est_round(w * ea);                                /* contiguous k */
+    part[1] = est_round(w * ea);                                /* contiguous v */
+    part[2] = est_round(w * 2.0 * ea);                          /* k|v */
+    part[3] = est_round(w * 2.0 * ea * (double)j->parallel.cp); /* all-gathered k|v */
+    part[4] = est_round(w * 4.0);                               /* merged output, fp32 */
+    part[5] = est_round(w * 4.0);                               /* a block's output in fp32 */
+    part[6] = est_round(w * 4.0);                               /* the update's difference */
+    return EST_RING_PARTS;
+}
+
+uint64_t est_ring_attention_bytes(const struct gm_job *j, const struct gm_model *m, double tokens)
+{
+    uint64_t part[EST_RING_PARTS], sum = 0;
+    size_t n = est_ring_attention_parts(j, m, tokens, part);
+    for (size_t i = 0; i < n; i++)
+        sum = gm_add_sat(sum, part[i]);
+    return sum;
+}
+
 /* Share of the parameters in routed experts (what expert parallelism splits). */
 static double expert_share(const struct gm_model *m, uint64_t n)
 {
@@ -455,7 +484,7 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
     uint64_t t = p->tp, g = p->gpus, D, cpu = 0, grads = 0, n = cx->n;
     int stage = p->shard == GM_SHARD_FSDP ? 3 : (int)p->shard;
     double share = expert_share(m, n);
-    char note[GM_EST_NOTE_MAX];
+    char note[GM_EST_NOTE_MAX], ranks[96] = "data-parallel ranks";
     enum gm_status st;
 
     fill_layout(j, l);
@@ -545,13 +574,16 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
     if (p->cp > 1)
         est_assume(e,
                    "context parallel %llu (ring attention, all-gather rotation): each rank holds "
-                   "seq / %llu = %llu tokens and gathers all ranks' keys and values; FSDP shards "
-                   "over data x context ranks",
+                   "seq / %llu = %llu tokens and gathers all ranks' keys and values; %s over "
+                   "data x context ranks",
                    (unsigned long long)p->cp, (unsigned long long)p->cp,
-                   (unsigned long long)(j->workload.seq / p->cp));
+                   (unsigned long long)(j->workload.seq / p->cp),
+                   p->shard == GM_SHARD_FSDP ? "FSDP shards" : "gradients averaged");
+    if (p->cp > 1)
+        snprintf(ranks, sizeof ranks, "data x context ranks (%llu x %llu)",
+                 (unsigned long long)(D / p->cp), (unsigned long long)p->cp);
     if (j->mode == GM_EST_TRAIN && (p->shard != GM_SHARD_NONE || D > 1))
-        est_assume(e, "%s%s over %llu data-parallel ranks (%llu GPUs, %llu per node)%s%s",
-                   gm_shard_name(p->shard),
+        est_assume(e, "%s%s over %llu %s (%llu GPUs, %llu per node)%s%s", gm_shard_name(p->shard),
                    p->shard != GM_SHARD_FSDP  ? ""
                    : p->fsdp_version == 2     ? (p->reshard_after_forward ? " (FSDP2 fully_shard)"
                                                                           : " (FSDP2 fully_shard, "
@@ -559,7 +591,7 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
                                                                             "forward)")
                    : p->reshard_after_forward ? " (FSDP1 FULL_SHARD)"
                                               : " (FSDP1 SHARD_GRAD_OP)",
-                   (unsigned long long)D, (unsigned long long)g,
+                   (unsigned long long)D, ranks, (unsigned long long)g,
                    (unsigned long long)l->gpus_per_node,
                    p->offload_optimizer ? "; optimizer state, master weights and step on "
                                           "the CPU"

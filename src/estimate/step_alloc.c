@@ -142,7 +142,8 @@ struct replay {
     bool fwd_ops; /* run the layer's op sequence in forward */
     bool fused_norm, fused_rope, gated;
     uint64_t b_h, b_q, b_k, b_v, b_o, b_mlp, b_h32; /* bytes of one tensor of each width */
-    uint64_t b_ring; /* ring attention's buffers during one attention call (--cp), bytes */
+    uint64_t b_ring[EST_RING_PARTS]; /* ring attention's tensors in one attention call (--cp) */
+    size_t n_ring;
     /* FSDP1's frees of tensors another stream used (cross_freed()): the rate limiter's
      * queue of free events (marks on the compute stream), and how far the GPU lags */
     bool fsdp1_frees;
@@ -683,7 +684,7 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     r->b_v = est_round(T * g.v * ea / t);
     r->b_o = est_round(T * g.o_in * ea / t);
     r->b_mlp = est_round(T * g.mlp * ea / t);
-    r->b_ring = est_round(T * est_ring_attention_per_token(j, m, false) / t);
+    r->n_ring = est_ring_attention_parts(j, m, T, r->b_ring);
 
     r->share_emb = tot > 0 ? ((double)pc->embedding + (double)pc->positions) / tot : 0;
     r->share_head = tot > 0 ? ((double)pc->lm_head + (double)pc->other) / tot : 0;
@@ -836,7 +837,7 @@ static struct gm_alloc_block *norm_op(struct replay *r)
 static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
 {
     struct gm_alloc_block *n1, *q, *k, *v, *q2 = NULL, *k2 = NULL, *a, *o, *res, *n2, *g, *up, *act,
-                                           *prod, *down, *ring;
+                                           *prod, *down, *ring[EST_RING_PARTS];
     n1 = norm_op(r);
     q = raw_alloc(r, r->b_q);
     k = raw_alloc(r, r->b_k);
@@ -848,9 +849,12 @@ static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
         k2 = raw_alloc(r, r->b_k);
         raw_free(r, &k, r->b_k);
     }
-    ring = r->b_ring ? raw_alloc(r, r->b_ring) : NULL; /* context parallelism's ring */
+    /* context parallelism's ring: its tensors live until the attention call returns */
+    for (size_t i = 0; i < r->n_ring; i++)
+        ring[i] = raw_alloc(r, r->b_ring[i]);
     a = raw_alloc(r, r->b_o);
-    raw_free(r, &ring, r->b_ring);
+    for (size_t i = r->n_ring; i-- > 0;)
+        raw_free(r, &ring[i], r->b_ring[i]);
     raw_free(r, &q2, r->b_q);
     raw_free(r, &k2, r->b_k);
     raw_free(r, &q, r->b_q);

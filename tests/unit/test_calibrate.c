@@ -317,6 +317,25 @@ static void test_fit_reproduces_and_scales(void **state)
     gm_estimate_free(e16);
 }
 
+/* A prediction counts the tokens one rank holds as the estimate does: under context
+ * parallelism each rank holds seq / cp of every sequence. */
+static void test_tokens_per_rank(void **state)
+{
+    struct fixture *f = *state;
+    const struct gm_calibration *c;
+    struct gm_job j = f->job;
+    set(&j, "gpus", "2");
+    set(&j, "fsdp", NULL);
+    set(&j, "fsdp-version", "2");
+    calibrate(f, &j, "cp=1,2");
+    c = f->cal;
+    assert_int_equal(c->n_predictions, 2);
+    assert_int_equal(c->predictions[0].status, GM_OK);
+    assert_int_equal(c->predictions[1].status, GM_OK);
+    assert_int_equal(c->predictions[0].tokens, 8 * 512);
+    assert_int_equal(c->predictions[1].tokens, 8 * 512 / 2);
+}
+
 /* Inference is held against the whole run; a failing point keeps its error. */
 static void test_inference_is_one_span(void **state)
 {
@@ -484,6 +503,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_spans_of_the_example, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fit_reproduces_and_scales, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tokens_per_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scores_taken_as_predicted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scores_above_the_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inference_is_one_span, setup, teardown),

@@ -818,6 +818,15 @@ static void test_vllm_tokens_logged_hybrid(void **state)
     est = NULL;
 }
 
+/* The bytes vLLM's MXFP4 layout adds where it takes 'want' on a GPU of compute capability
+ * 'sm' at 'version' (PyTorch not given); 0 where it takes another backend. */
+static uint64_t mxfp4(const struct gm_model *m, unsigned sm, uint32_t version, uint64_t tp,
+                      uint64_t ep, enum est_mxfp4_backend want)
+{
+    enum est_mxfp4_backend b = est_vllm_mxfp4_backend(sm, version, 0);
+    return b == want ? est_vllm_mxfp4_bytes(m, b, tp, ep) : 0;
+}
+
 /* gpt-oss's MXFP4 experts in vLLM's Marlin layout (mxfp4.py, Mxfp4Backend.MARLIN: the
  * intermediate share rounded up to 128, the hidden size to 256), 17/32 byte an element for
  * gate, up and down of 128 experts in 36 layers. */
@@ -829,18 +838,18 @@ static void test_vllm_mxfp4_marlin_padding(void **state)
     (void)state;
     assert_non_null(m);
     /* A100 at tp 4: 720 -> 768 and 2880 -> 3072 */
-    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 80, GM_VERSION(0, 10, 1), 4, 1),
+    assert_int_equal(mxfp4(m, 80, GM_VERSION(0, 10, 1), 4, 1, EST_MXFP4_MARLIN),
                      (768ull * 3072 - 720 * 2880) * 3 * 128 * 36 * 17 / 32);
     /* Hopper at 0.10.1 and tp 1: 2880 -> 2944 and 2880 -> 3072 */
-    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 90, GM_VERSION(0, 10, 1), 1, 1),
+    assert_int_equal(mxfp4(m, 90, GM_VERSION(0, 10, 1), 1, 1, EST_MXFP4_MARLIN),
                      (2944ull * 3072 - 2880 * 2880) * 3 * 128 * 36 * 17 / 32);
     /* Hopper from 0.11 (Triton), Blackwell B200 (FlashInfer), expert parallelism: none */
-    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 90, GM_VERSION(0, 11, 0), 1, 1), 0);
-    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 100, GM_VERSION(0, 10, 1), 1, 1), 0);
-    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(m, 80, GM_VERSION(0, 10, 1), 1, 2), 0);
+    assert_int_equal(mxfp4(m, 90, GM_VERSION(0, 11, 0), 1, 1, EST_MXFP4_MARLIN), 0);
+    assert_int_equal(mxfp4(m, 100, GM_VERSION(0, 10, 1), 1, 1, EST_MXFP4_MARLIN), 0);
+    assert_int_equal(mxfp4(m, 80, GM_VERSION(0, 10, 1), 1, 2, EST_MXFP4_MARLIN), 0);
     /* a checkpoint without MXFP4 experts keeps its shapes */
-    assert_int_equal(est_vllm_mxfp4_marlin_pad_bytes(gm_model_catalog_find("qwen3-30b-a3b"), 80,
-                                                     GM_VERSION(0, 10, 1), 1, 1),
+    assert_int_equal(mxfp4(gm_model_catalog_find("qwen3-30b-a3b"), 80, GM_VERSION(0, 10, 1), 1, 1,
+                           EST_MXFP4_MARLIN),
                      0);
     /* the weights vLLM loads carry the padding */
     job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.10.1 --gpu H100", &j);
@@ -853,14 +862,15 @@ static void test_vllm_mxfp4_marlin_padding(void **state)
     triton = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
     gm_estimate_free(est);
     est = NULL;
-    assert_int_equal(marlin - triton,
-                     (2944ull * 3072 - 2880 * 2880) * 3 * 128 * 36 * 17 / 32 -
-                         est_vllm_mxfp4_triton_bytes(m, 90, GM_VERSION(0, 11, 0), 1, 1));
+    /* Marlin's 5504827392 bytes of padding against the Triton layout's 3795517440 */
+    assert_int_equal(marlin - triton, 5504827392ull - 3795517440ull);
     /* the layout depends on the install: the estimate says which it took and the other */
     job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
     run(&j, &est);
     assert_true(assumed(est, "(+3.53 GiB a GPU); without triton_kernels installed vLLM takes "
                              "Marlin (+5.13 GiB)"));
+    assert_true(assumed(est, "PyTorch >= 2.8.1 inferred from the vLLM version (0.11.0 pins "
+                             "2.8.0): give --torch-version"));
     gm_estimate_free(est);
     est = NULL;
 }
@@ -875,25 +885,58 @@ static void test_vllm_mxfp4_triton_layout(void **state)
     uint64_t per = (5760ull + 2880) * 90 + (128ull + 192) * 90 + (5760ull + 2880) * 2;
     (void)state;
     assert_non_null(m);
-    assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 90, GM_VERSION(0, 11, 0), 1, 1),
-                     per * 128 * 36);
+    assert_int_equal(mxfp4(m, 90, GM_VERSION(0, 11, 0), 1, 1, EST_MXFP4_TRITON), per * 128 * 36);
     /* tp 2: the share 1440 rounded up to 64 is 1472, values and scales grow with it */
     {
         uint64_t i = 1472, h = 2880, s = 1440;
         uint64_t after = 2 * i * (h / 2) + h * (i / 2) + 2 * i * 90 + h * (i / 32) +
                          (3072 * 90 + 3072 * 46) + (2 * i + h) * 4;
         uint64_t before = s * h * 3 * 17 / 32 + (2 * s + h) * 2;
-        assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 90, GM_VERSION(0, 11, 0), 2, 1),
+        assert_int_equal(mxfp4(m, 90, GM_VERSION(0, 11, 0), 2, 1, EST_MXFP4_TRITON),
                          (after - before) * 128 * 36);
     }
     /* Marlin before 0.11 on Hopper, other GPUs, expert parallelism, other checkpoints: none */
-    assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 90, GM_VERSION(0, 10, 1), 1, 1), 0);
-    assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 80, GM_VERSION(0, 11, 0), 1, 1), 0);
-    assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 100, GM_VERSION(0, 11, 0), 1, 1), 0);
-    assert_int_equal(est_vllm_mxfp4_triton_bytes(m, 90, GM_VERSION(0, 11, 0), 1, 2), 0);
-    assert_int_equal(est_vllm_mxfp4_triton_bytes(gm_model_catalog_find("qwen3-30b-a3b"), 90,
-                                                 GM_VERSION(0, 11, 0), 1, 1),
+    assert_int_equal(mxfp4(m, 90, GM_VERSION(0, 10, 1), 1, 1, EST_MXFP4_TRITON), 0);
+    assert_int_equal(mxfp4(m, 80, GM_VERSION(0, 11, 0), 1, 1, EST_MXFP4_TRITON), 0);
+    assert_int_equal(mxfp4(m, 100, GM_VERSION(0, 11, 0), 1, 1, EST_MXFP4_TRITON), 0);
+    assert_int_equal(mxfp4(m, 90, GM_VERSION(0, 11, 0), 1, 2, EST_MXFP4_TRITON), 0);
+    assert_int_equal(mxfp4(gm_model_catalog_find("qwen3-30b-a3b"), 90, GM_VERSION(0, 11, 0), 1, 1,
+                           EST_MXFP4_TRITON),
                      0);
+}
+
+/* _swizzle_mxfp4 keeps the strided layout on Hopper with PyTorch below 2.8.1: values and
+ * scales stay the loaded tensors (gpt-oss-120b's intermediate 2880 needs no rounding to 64),
+ * so only the fp32 biases add, (5760 + 2880) x (4 - 2) per expert and layer. */
+static void test_vllm_mxfp4_layout_by_torch(void **state)
+{
+    struct gm_job j;
+    uint64_t swizzled, strided;
+    (void)state;
+    assert_int_equal(est_vllm_mxfp4_backend(90, GM_VERSION(0, 11, 0), GM_VERSION(2, 8, 0)),
+                     EST_MXFP4_TRITON_STRIDED);
+    assert_int_equal(est_vllm_mxfp4_backend(90, GM_VERSION(0, 11, 0), GM_VERSION(2, 8, 1)),
+                     EST_MXFP4_TRITON);
+    assert_int_equal(est_vllm_mxfp4_backend(90, GM_VERSION(0, 11, 0), 0), EST_MXFP4_TRITON);
+    assert_int_equal(est_vllm_mxfp4_backend(90, GM_VERSION(0, 10, 1), GM_VERSION(2, 8, 0)),
+                     EST_MXFP4_MARLIN);
+    assert_int_equal(
+        est_vllm_mxfp4_bytes(gm_model_catalog_find("gpt-oss-120b"), EST_MXFP4_TRITON_STRIDED, 1, 1),
+        (5760ull + 2880) * 2 * 128 * 36);
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.11 --gpu H100", &j);
+    run(&j, &est);
+    swizzled = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("gpt-oss-120b",
+             "--infer --engine vllm --vllm-version 0.11 --gpu H100 --torch-version 2.8.0", &j);
+    run(&j, &est);
+    strided = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    assert_int_equal(swizzled - strided, 3795517440ull - (5760ull + 2880) * 2 * 128 * 36);
+    assert_true(assumed(est, "triton_kernels' strided layout (+0.07 GiB a GPU)"));
+    assert_true(assumed(est, "PyTorch as --torch-version gives"));
+    gm_estimate_free(est);
+    est = NULL;
 }
 
 /* Two RTX 4090s have no peer access with NVIDIA's driver (the catalog's no_p2p): NCCL keeps
@@ -1195,6 +1238,7 @@ int main(void)
         cmocka_unit_test(test_vllm_tokens_logged_hybrid),
         cmocka_unit_test(test_vllm_mxfp4_marlin_padding),
         cmocka_unit_test(test_vllm_mxfp4_triton_layout),
+        cmocka_unit_test(test_vllm_mxfp4_layout_by_torch),
         cmocka_unit_test(test_vllm_gpu_without_p2p),
         cmocka_unit_test(test_vllm_graph_capture_by_version),
     };
