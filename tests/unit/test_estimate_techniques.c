@@ -164,6 +164,15 @@ static void test_expert_parallel(void **state)
     assert_non_null(m);
 }
 
+static const struct gm_est_component *named(const struct gm_estimate *e, const char *name);
+
+/* The gradients of the logits among the loss's bytes (act_grad_share), as bytes. */
+static double loss_grad_bytes(const struct gm_estimate *e)
+{
+    const struct gm_est_component *c = named(e, "logits_and_loss");
+    return c->act_grad_share * (double)c->bytes;
+}
+
 /* The loss at its moment, in bytes per logit (T = B*L tokens, V = vocabulary). */
 static void test_loss_sizes(void **state)
 {
@@ -182,6 +191,8 @@ static void test_loss_sizes(void **state)
     /* torchtune's chunked cross-entropy: 4 B per logit kept plus one chunk's 10 B */
     run("llama-3-8b", TRAIN8B " --loss chunked", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
+    assert_true(loss_grad_bytes(with) > 4.0 * (double)(T * V) / 8 - 1 && /* one chunk's fp32 */
+                loss_grad_bytes(with) < 4.0 * (double)(T * V) / 8 + 1);
     /* the same chunks with each chunk's loss compiled (torchtune 0.3 to 0.6's compile_loss):
      * the 16-bit logits kept by the compiled graphs, one chunk's new 16-bit gradient beside
      * them and a log-sum-exp per token, no fp32 copy; with 16 chunks the gradient is half as
@@ -189,6 +200,9 @@ static void test_loss_sizes(void **state)
     run("llama-3-8b", TRAIN8B " --stack torchtune@0.4 --loss chunked --compile", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
                      2 * T * V + 2 * T * V / 8 + 4 * T);
+    /* of which one chunk's 16-bit gradient, not the whole logits' */
+    assert_true(loss_grad_bytes(with) > 2.0 * (double)(T * V) / 8 - 1 &&
+                loss_grad_bytes(with) < 2.0 * (double)(T * V) / 8 + 1);
     run("llama-3-8b", TRAIN8B " --stack torchtune --loss chunked --loss-chunks 16 --compile",
         &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
