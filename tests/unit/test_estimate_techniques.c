@@ -466,6 +466,14 @@ static void test_stack_presets(void **state)
         assert_true(loss);
         assert_false(impl);
     }
+    /* the QLoRA-only row is no assumption of a full fine-tune or a LoRA job */
+    for (int lora = 0; lora < 2; lora++) {
+        run("llama-3.2-1b", lora ? "--train --stack torchtune --lora" : "--train --stack torchtune",
+            &with);
+        for (size_t i = 0; i < with->n_assumptions; i++)
+            if (strstr(with->assumptions[i], "--no-fp32-upcast"))
+                fail_msg("%s: %s", lora ? "LoRA" : "full", with->assumptions[i]);
+    }
     gm_job_init(&j);
     assert_int_equal(gm_job_set(&j, "stack", "torchtune@x", &err), GM_ERR_INVALID);
     assert_int_equal(gm_job_set(&j, "stack", "tune", &err), GM_ERR_INVALID);
