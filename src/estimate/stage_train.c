@@ -604,6 +604,16 @@ struct loss_model {
     const char *what; /* the assumption */
 };
 
+/* A compiled cross-entropy over T tokens' nv logits in C chunks (1: the whole logits at once):
+ * the 16-bit logits kept by the compiled graph, a log-sum-exp per token, and one chunk's new
+ * 16-bit gradient; 'extra' what the form keeps beside them (a soft-cap's output). */
+static void compiled_ce(double ea, double nv, double T, double C, double extra,
+                        struct loss_model *out)
+{
+    out->bytes = ea * nv * (1.0 + 1.0 / C) + 4.0 * T + extra;
+    out->grad = ea * nv / C;
+}
+
 /* Bytes of the loss over T tokens at its own moment (the end of forward and the loss's
  * backward), for the job's implementation. */
 static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double T, double ea,
@@ -713,8 +723,7 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
              * recorded last: engine.cpp's ready queue takes the highest sequence number), each
              * releasing its saved chunk as its gradient is made, so the logits and their
              * gradients together stay one chunk above the logits */
-            out->bytes = ea * nv * (1.0 + 1.0 / C) + 4.0 * T + (cap > 0 ? ea * T * h : 0);
-            out->grad = ea * nv / C;
+            compiled_ce(ea, nv, T, C, cap > 0 ? ea * T * h : 0, out);
             snprintf(out->note, sizeof out->note,
                      "%g compiled chunks: every chunk's 16-bit logits kept, one chunk's new "
                      "gradient",
@@ -873,8 +882,7 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
          * (torch/_functorch/_aot_autograd/jit_compile_runtime_wrappers.py
          * collect_fw_donated_buffer_idxs, pytorch c5336df), and the logits are the graph's
          * input.  A fused kernel writes that gradient into the logits instead. */
-        out->bytes = 2.0 * ea * nv + 4.0 * T + cap;
-        out->grad = ea * nv;
+        compiled_ce(ea, nv, T, 1.0, cap, out);
         snprintf(out->note, sizeof out->note,
                  "B*L*V x %g B: the logits kept by the compiled loss and their new gradient%s",
                  2.0 * ea, cap > 0 ? "; the soft-cap's tanh output" : "");
