@@ -584,16 +584,20 @@ bool est_hf_trainer_fp32_outputs(const struct gm_job *j)
            j->stack.transformers >= GM_VERSION(4, 30, 0);
 }
 
-/* torchtune's compile flag compiles each chunk's loss of CEWithChunkedOutputLoss
- * (training/_compile.py compile_loss, v0.3.0 651a730 to v0.6.1 a6290a5; the newest preset
- * row is v0.6.1).  Later, LinearCrossEntropyLoss.apply_compile_strategy logs "Skipping
+/* torchtune's compile flag compiles its loss (training/_compile.py compile_loss, v0.3.0
+ * 651a730 to v0.6.1 a6290a5; the newest preset row is v0.6.1): each chunk's loss of
+ * CEWithChunkedOutputLoss, any other loss whole.  Later, LinearCrossEntropyLoss.apply_compile_strategy logs "Skipping
  * compile loss" (pytorch/torchtune ff7fe87), and no other stack compiles a chunked loss. */
-static bool torchtune_compiled_chunks(const struct gm_job *j)
+static bool torchtune_compiles_loss(const struct gm_job *j)
 {
     uint32_t v = j->stack.preset_version;
-    return j->memory.loss == GM_LOSS_CHUNKED && j->memory.compile &&
-           j->stack.preset == GM_STACK_TORCHTUNE &&
+    return j->memory.compile && j->stack.preset == GM_STACK_TORCHTUNE &&
            (!v || (v >= GM_VERSION(0, 3, 0) && v < GM_VERSION(0, 7, 0)));
+}
+
+static bool torchtune_compiled_chunks(const struct gm_job *j)
+{
+    return j->memory.loss == GM_LOSS_CHUNKED && torchtune_compiles_loss(j);
 }
 
 struct loss_model {
@@ -1255,6 +1259,9 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                                          : "_supports_sdpa = False; the sinks join the scores");
     if (lm.what)
         est_assume(e, "%s", lm.what);
+    if (torchtune_compiles_loss(j) && j->memory.loss == GM_LOSS_FULL)
+        est_assume(e, "torchtune compiles the whole loss on fp32 logits (_compile.py compile_loss "
+                      "else branch): sized uncompiled, maybe above what Inductor keeps");
     if (hf_returns_kv_in_training(j, m))
         est_assume(e, "GPTBigCode before transformers 4.54 keeps config.use_cache in training: "
                       "each layer's key/value (a view of its c_attn output) is returned and held "

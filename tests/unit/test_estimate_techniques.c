@@ -215,6 +215,14 @@ static void test_loss_sizes(void **state)
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
     run("llama-3-8b", TRAIN8B " --loss chunked --compile", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
+    /* torchtune's compile_loss compiles any other loss whole: not modelled, said */
+    run("llama-3-8b", TRAIN8B " --stack torchtune@0.4 --loss full --compile", &with);
+    {
+        bool said = false;
+        for (size_t i = 0; i < with->n_assumptions; i++)
+            said = said || strstr(with->assumptions[i], "compile_loss else branch") != NULL;
+        assert_true(said);
+    }
     /* a cross-entropy kernel on the bf16 logits: 2 B per logit and a logsumexp per token */
     run("llama-3-8b", TRAIN8B " --loss fused", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
