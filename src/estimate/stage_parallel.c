@@ -227,8 +227,7 @@ static const char *zero_ipg_width(const struct gm_job *j)
  * unit (embedding, final norm, lm_head), which stays unsharded from its forward to its
  * backward (FSDP1 never reshards the root after forward; FSDP2 keeps the last group).
  * Without resharding after forward every layer stays gathered until its backward. */
-static enum gm_status add_gathered(struct est_ctx *cx, double share,
-                                   struct gm_error *err)
+static enum gm_status add_gathered(struct est_ctx *cx, double share, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
     const struct gm_job_parallel *p = &j->parallel;

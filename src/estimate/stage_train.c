@@ -586,8 +586,9 @@ bool est_hf_trainer_fp32_outputs(const struct gm_job *j)
 
 /* torchtune's compile flag compiles its loss (training/_compile.py compile_loss, v0.3.0
  * 651a730 to v0.6.1 a6290a5; the newest preset row is v0.6.1): each chunk's loss of
- * CEWithChunkedOutputLoss, any other loss whole.  Later, LinearCrossEntropyLoss.apply_compile_strategy logs "Skipping
- * compile loss" (pytorch/torchtune ff7fe87), and no other stack compiles a chunked loss. */
+ * CEWithChunkedOutputLoss, any other loss whole.  Later,
+ * LinearCrossEntropyLoss.apply_compile_strategy logs "Skipping compile loss" (pytorch/torchtune
+ * ff7fe87), and no other stack compiles a chunked loss. */
 static bool torchtune_compiles_loss(const struct gm_job *j)
 {
     uint32_t v = j->stack.preset_version;
