@@ -402,6 +402,18 @@ static void test_zero_reduce_buffer_moves_peak(void **state)
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
     large = z->peak_allocated_bytes;
     assert_int_equal(large - small, (500000000ull - 1) * 2);
+    /* made at the loss, after the forward: a bucket too large for the card fails there, with
+     * the forward's tensors live */
+    j.workload.batch = 1;
+    j.workload.seq = 2048;
+    j.memory.checkpointing = GM_CKPT_NONE;
+    j.parallel.bucket_elements = 20000000000ull;
+    j.gpu.memory_bytes = 30ull << 30;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_true(z->replay.oom);
+    assert_int_equal(z->replay.failed.request, 20000000000ull * 2);
+    assert_int_equal(z->replay.failed.at, GM_EST_AT_LOSS);
+    assert_int_equal(z->replay.failed.kind, GM_KIND_COMM_BUFFERS);
     gm_estimate_free(z);
 }
 
