@@ -630,13 +630,26 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
     size_t wi = 0;
     memset(&t, 0, sizeof(t));
     t.flags = GM_EVENT_HAS_TIME;
+    if (!r.steps.n) {
+        /* no step ranges: an event's raw phase is its stack's, as the event before's when
+         * the stack is the same */
+        uint32_t last = 0;
+        uint8_t last_raw = 0;
+        for (size_t k = 0, n = s->n; k < n; k++) {
+            uint32_t x = stk[k];
+            if (k == 0 || x != last) {
+                last = x;
+                last_raw = raw_rule_phase(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE), &t);
+            }
+            phase[k] = last_raw;
+        }
+        return;
+    }
     for (size_t k = 0, n = s->n; k < n; k++) {
         uint32_t x = stk[k];
-        if (r.steps.n) {
-            /* every event has a time here (scan_taken()) */
-            time += s->dt[k] == DT_WIDE ? s->dt_wide[wi++] : s->dt[k];
-            t.time_us = (int64_t)time;
-        }
+        /* every event has a time here (scan_taken()) */
+        time += s->dt[k] == DT_WIDE ? s->dt_wide[wi++] : s->dt[k];
+        t.time_us = (int64_t)time;
         phase[k] = raw_rule_phase(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE), &t);
     }
 }
@@ -842,6 +855,54 @@ static uint32_t stack_at(const struct work *w, struct gm_snapshot_cursor *c, siz
     return 0;
 }
 
+/* Whether the eight bytes at p are all b. */
+static inline bool same8(const uint8_t *p, uint8_t b)
+{
+    uint64_t x;
+    memcpy(&x, p, sizeof(x));
+    return x == b * UINT64_C(0x0101010101010101);
+}
+
+/* Whether the eight raw phases at p are all unknown (RAW_UNKNOWN is 0, with or without
+ * RAW_NO_FRAMES). */
+static inline bool unknown8(const uint8_t *p)
+{
+    uint64_t x;
+    memcpy(&x, p, sizeof(x));
+    return !(x & ~(RAW_NO_FRAMES * UINT64_C(0x0101010101010101)));
+}
+
+/* Whether the eight bytes at p are those at q. */
+static inline bool same8_as(const uint8_t *p, const uint8_t *q)
+{
+    uint64_t x, y;
+    memcpy(&x, p, sizeof(x));
+    memcpy(&y, q, sizeof(y));
+    return x == y;
+}
+
+/* How many events from k on (below 'end', k's own included) hold byte b, counted eight at a
+ * time: the count may stop short of the run's end by fewer than eight. */
+static inline size_t same_run(const uint8_t *phase, size_t k, size_t end, uint8_t b)
+{
+    size_t m = 1;
+    while (k + m + 8 <= end && same8(phase + k + m, b))
+        m += 8;
+    return m;
+}
+
+/* Events k..k+m-1 take final phase 'fin' (counted, and a run started where it changes). */
+static inline void set_phases(uint8_t *phase, size_t k, size_t m, uint8_t fin, uint64_t *per_phase,
+                              size_t *n_runs)
+{
+    *n_runs += k == 0 || fin != phase[k - 1];
+    if (m == 1)
+        phase[k] = fin;
+    else
+        memset(phase + k, fin, m);
+    per_phase[fin] += m;
+}
+
 /* Step 2: smoothing, then the runs.  The raw phases are in w->phase (an unknown event's
  * RAW_NO_FRAMES bit set by scan_trace when its stack is empty); only an unknown event
  * between two forward events needs stacks, read from the trace with two cursors. */
@@ -860,9 +921,7 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     uint64_t per_phase[GM_PHASE_COUNT] = {0};
 
     /* Smoothing: an unknown event takes the phase around it (see docs/analysis.md). */
-    bool raw_backward = false;
-    for (size_t k = 0; k < n && !raw_backward; k++)
-        raw_backward = phase[k] == RAW_BACKWARD;
+    bool raw_backward = n && memchr(phase, RAW_BACKWARD, n) != NULL;
     uint8_t pk = RAW_UNKNOWN;
     size_t n_runs = 0; /* runs of one final phase, counted as the phases are made */
     gm_snapshot_cursor_init(&c, sd, 0);
@@ -870,25 +929,28 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     for (size_t k = 0; k < n; k++) {
         uint8_t raw = phase[k];
         if ((raw & ~RAW_NO_FRAMES) != RAW_UNKNOWN) {
+            /* the events of this known raw phase after it: each would do as the first */
+            size_t m = same_run(phase, k, n, raw);
             pk = raw;
             if (raw == RAW_FORWARD)
-                last_fwd = k;
-            phase[k] = (uint8_t)phase_of_raw(raw);
-            per_phase[phase[k]]++;
-            n_runs += k == 0 || phase[k] != phase[k - 1];
+                last_fwd = k + m - 1;
+            set_phases(phase, k, m, (uint8_t)phase_of_raw(raw), per_phase, &n_runs);
+            k += m - 1;
             continue;
         }
         if (nk == SIZE_MAX || nk <= k) {
             /* the next event after k whose raw phase is known (raw phases lie ahead of k:
              * only events up to k have their final phase yet) */
-            for (nk = k + 1; nk < n && (phase[nk] & ~RAW_NO_FRAMES) == RAW_UNKNOWN; nk++)
+            for (nk = k + 1; nk + 8 <= n && unknown8(phase + nk); nk += 8)
+                ;
+            for (; nk < n && (phase[nk] & ~RAW_NO_FRAMES) == RAW_UNKNOWN; nk++)
                 ;
             if (nk == n)
                 nk = SIZE_MAX;
         }
         uint8_t p = pk, q = nk == SIZE_MAX ? (uint8_t)RAW_UNKNOWN : phase[nk];
         uint8_t out;
-        bool empty = (raw & RAW_NO_FRAMES) != 0;
+        bool empty = (raw & RAW_NO_FRAMES) != 0, alike = true;
         if (empty && w->trace_has_frames && (p == RAW_BACKWARD || q == RAW_BACKWARD)) {
             out = RAW_BACKWARD; /* the autograd engine thread records no Python frames */
         } else if (p == RAW_FORWARD && q == RAW_FORWARD) {
@@ -908,6 +970,7 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
             bool same = u == ANA_NO_FRAME || ana_same_function(w->snap, u, prev_caller) ||
                         ana_same_function(w->snap, u, next_caller);
             out = raw_backward && same ? RAW_FORWARD : RAW_OTHER;
+            alike = false; /* each event by its own stack */
         } else if (p == q && p != RAW_UNKNOWN) {
             out = p;
         } else if (p == RAW_FORWARD && q == RAW_BACKWARD) {
@@ -915,9 +978,10 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
         } else {
             out = RAW_OTHER;
         }
-        phase[k] = (uint8_t)phase_of_raw(out);
-        per_phase[phase[k]]++;
-        n_runs += k == 0 || phase[k] != phase[k - 1];
+        /* the same byte up to the next known phase: the same answer */
+        size_t m = alike ? same_run(phase, k, nk == SIZE_MAX ? n : nk, raw) : 1;
+        set_phases(phase, k, m, (uint8_t)phase_of_raw(out), per_phase, &n_runs);
+        k += m - 1;
     }
     /* Runs. */
     dev->phases = gm_arena_calloc(w->arena, n_runs ? n_runs : 1, sizeof(*dev->phases));
@@ -926,6 +990,10 @@ static enum gm_status compute_phases(struct work *w, struct gm_error *err)
     size_t r = 0;
     memcpy(dev->phase_events, per_phase, sizeof(per_phase));
     for (size_t k = 0; k < n; k++) {
+        if (k && k + 8 <= n && same8_as(phase + k, phase + k - 1)) {
+            k += 7; /* no run starts at these eight */
+            continue;
+        }
         if (k == 0 || phase[k] != phase[k - 1]) {
             if (r)
                 dev->phases[r - 1].last_event = (int64_t)k - 1;
@@ -1083,8 +1151,10 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
     int32_t free_it = iteration_of(w, freed);
     enum gm_category user_cat;
 
-    /* the user's rules first, in their order */
-    int user_rule = ana_rules_match(w->cls->rules, a->stack, a->alloc_event, &user_cat);
+    /* the user's rules first, in their order (none given: no call per allocation) */
+    int user_rule = w->cls->rules->rules
+                        ? ana_rules_match(w->cls->rules, a->stack, a->alloc_event, &user_cat)
+                        : -1;
     a->user_rule = (uint8_t)(user_rule + 1);
     if (user_rule >= 0) {
         set_cat(a, user_cat, GM_RULE_CUSTOM);
