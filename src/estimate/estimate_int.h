@@ -494,6 +494,8 @@ enum est_allocator {
 enum est_allocator est_allocator(const struct gm_job *job);
 
 /* Bytes per element of the weights / gradients (2 or 4) and of optimizer moments. */
+/* --torch-version given and before 2.0 */
+bool est_torch_before_2(const struct gm_job *job);
 unsigned est_weight_elem_bytes(enum gm_precision p);
 /* Whether the precision runs under torch.autocast (fp16-mixed, bf16-mixed): matmuls, adapters'
  * included, take 16-bit casts of their inputs and weights. */

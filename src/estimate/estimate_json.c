@@ -76,6 +76,8 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
         gm_json_kv_bool(w, "sync_module_states", j->parallel.sync_module_states);
         gm_json_kv_u64(w, "ep", j->parallel.ep);
         gm_json_kv_u64(w, "cp", j->parallel.cp);
+        gm_json_kv_u64(w, "bucket_elements", j->parallel.bucket_elements);
+        gm_json_kv_bool(w, "zero_overlap_comm", j->parallel.zero_overlap_comm);
         json_version(w, "transformers_version", j->stack.transformers);
         json_version(w, "bitsandbytes_version", j->stack.bitsandbytes);
         gm_json_kv_str(w, "loss_impl", choice_name("loss-impl", (int)mem->loss_impl));
@@ -85,6 +87,7 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
         est_stack_json(w, j);
     gm_json_kv_u64(w, "nccl_bytes_per_communicator", j->runtime.nccl_bytes);
     json_version(w, "cuda_version", j->stack.cuda);
+    json_version(w, "torch_version", j->stack.torch);
     if (j->mode == GM_EST_INFER && j->engine.kind == GM_ENGINE_VLLM)
         json_version(w, "vllm_version", j->stack.vllm);
 }

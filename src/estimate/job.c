@@ -346,9 +346,19 @@ static enum gm_status parse_version(const char *name, const char *s, uint32_t *o
             break;
         p++;
     }
+    /* a PEP 440 local version label (torch's "2.1.0+cu121") names a build, not a release */
+    if (*p == '+' && p != s && p[-1] >= '0' && p[-1] <= '9' && p[1]) {
+        const char *q = p + 1;
+        while ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+               *q == '.')
+            q++;
+        if (!*q)
+            p = q;
+    }
     if (k == 3 || *p || p == s || (part[0] == 0 && part[1] == 0 && part[2] == 0))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--%s: '%s' is not a version (MAJOR.MINOR[.PATCH], each 0-255)", name, s);
+                       "--%s: '%s' is not a version (MAJOR.MINOR[.PATCH][+LOCAL], each 0-255)",
+                       name, s);
     *out = GM_VERSION(part[0], part[1], part[2]);
     return GM_OK;
 }
@@ -1336,7 +1346,7 @@ void est_job_resolve(struct gm_job *j)
      * #95862 for nn.Parameter lists), and Optimizer.zero_grad() zeroed the gradients in place
      * (set_to_none default False until PR #92731, in 2.0), so they stay allocated between
      * steps.  An option given, or a stack preset's, wins. */
-    if (j->mode == GM_EST_TRAIN && j->stack.torch && j->stack.torch < GM_VERSION(2, 0, 0)) {
+    if (j->mode == GM_EST_TRAIN && est_torch_before_2(j)) {
         if (!est_given(j, EST_SET_OPTIMIZER_IMPL) && !est_preset_set(j, EST_SET_OPTIMIZER_IMPL))
             j->numerics.optim_impl = GM_OPTIM_FOR_LOOP;
         if (!est_given(j, EST_SET_ZERO_GRAD) && !est_preset_set(j, EST_SET_ZERO_GRAD))
@@ -1364,6 +1374,11 @@ enum est_allocator est_allocator(const struct gm_job *job)
 double est_fragmentation(const struct gm_job *job)
 {
     return est_allocator(job) == EST_ALLOC_TORCH ? job->runtime.fragmentation : 0;
+}
+
+bool est_torch_before_2(const struct gm_job *j)
+{
+    return j->stack.torch && j->stack.torch < GM_VERSION(2, 0, 0);
 }
 
 unsigned est_weight_elem_bytes(enum gm_precision p)
@@ -1542,6 +1557,15 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
     enum gm_status st;
     if ((st = exclusive(j, EST_SET_FSDP, EST_SET_ZERO, err)))
         return st;
+    /* DeepSpeed's reduce buffer: neither DDP nor FSDP has one (at ZeRO-3 overlap_comm
+     * changes nothing: stage_parallel.c says so) */
+    if (p->shard == GM_SHARD_NONE || p->shard == GM_SHARD_FSDP) {
+        if (est_given(j, EST_SET_ZERO_OVERLAP_COMM))
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--zero-overlap-comm needs --zero 1 or 2");
+        if (est_given(j, EST_SET_BUCKET_ELEMENTS))
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--bucket-elements needs --zero");
+    }
     if (p->tp > p->gpus)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp %llu exceeds --gpus %llu",
                        (unsigned long long)p->tp, (unsigned long long)p->gpus);
@@ -1656,6 +1680,19 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--loss compiled is a training loop's own compiled F.cross_entropy, not "
                        "the loss of an HF model (--transformers-version)");
+    /* what PyTorch 2.0 brought: torch.compile, and torch.distributed's fully_shard (FSDP2);
+     * torchtune requires torch 2 (its recipes compile and shard with them) */
+    if (est_torch_before_2(j)) {
+        if (mem->compile)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--compile needs PyTorch 2.0 or later (--torch-version)");
+        if (j->parallel.shard == GM_SHARD_FSDP && j->parallel.fsdp_version == 2)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--fsdp-version 2 needs PyTorch 2.0 or later (--torch-version)");
+        if (j->stack.preset == GM_STACK_TORCHTUNE)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--stack torchtune needs PyTorch 2.0 or later (--torch-version)");
+    }
     if (est_given(j, EST_SET_LOSS_IMPL) && mem->loss != GM_LOSS_FUSED_LINEAR)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--loss-impl needs --loss fused-linear");
     if (est_given(j, EST_SET_CHECKPOINT_EVERY) && mem->checkpointing != GM_CKPT_FULL)

@@ -231,7 +231,7 @@ enum gm_status est_stack_apply(struct gm_job *job, const char *spec, struct gm_e
 
 /* Whether the setting bears on this job: the FSDP version only when it shards with FSDP,
  * the checkpointing period only with full checkpointing, LoRA's settings only with adapters,
- * the fused loss's kernel only with that loss. */
+ * the fused loss's kernel only with that loss, the fp32 upcast only with QLoRA. */
 static bool bears(const struct gm_job *job, enum est_setting id)
 {
     if (id == EST_SET_FSDP_VERSION || id == EST_SET_FSDP_SHARD_ENDS)
@@ -244,6 +244,8 @@ static bool bears(const struct gm_job *job, enum est_setting id)
         return job->memory.adapter != GM_ADAPTER_NONE;
     if (id == EST_SET_LOSS_IMPL)
         return job->memory.loss == GM_LOSS_FUSED_LINEAR;
+    if (id == EST_SET_NO_FP32_UPCAST) /* the upcast is QLoRA's (prepare_model_for_kbit_training) */
+        return job->memory.adapter == GM_ADAPTER_QLORA;
     return true;
 }
 

@@ -201,15 +201,23 @@ bool est_fsdp1_hf(const struct gm_job *j)
 
 /* DeepSpeed's contiguous-gradient reduce buffer ("IPG bucket", deepspeed/runtime/zero/
  * stage_1_and_2.py and stage3.py at v0.16.1): torch.empty(int(reduce_bucket_size)) in the
- * 16-bit dtype, whatever the number of trainable parameters (a LoRA job's 20 M elements
- * still get the whole bucket).  ZeRO-1/2 allocate it in backward() and, with overlap_comm,
+ * optimizer's dtype (16-bit under mixed precision, fp32 in fp32 training), whatever the
+ * number of trainable parameters (a LoRA job's 20 M elements still get the whole bucket)
+ * and the number of ranks: only contiguous_gradients decides it, so a single-GPU
+ * ZeRO-Offload job has it too.  ZeRO-1/2 allocate it in backward() and, with overlap_comm,
  * a second one beside it (double buffering); ZeRO-3 allocates one when the optimizer is
  * built.  No all-gather bucket: from v0.12.4 (PR #4705) the step's all-gather writes the
  * updated partitions straight into the flat 16-bit groups (all_gather_into_tensor). */
-static uint64_t zero_ipg_bytes(const struct gm_job_parallel *p, int stage)
+static uint64_t zero_ipg_bytes(const struct gm_job *j, int stage)
 {
-    uint64_t one = gm_mul_sat(p->bucket_elements, 2);
+    const struct gm_job_parallel *p = &j->parallel;
+    uint64_t one = gm_mul_sat(p->bucket_elements, est_weight_elem_bytes(j->numerics.precision));
     return stage < 3 && p->zero_overlap_comm ? gm_mul_sat(one, 2) : one;
+}
+
+static const char *zero_ipg_width(const struct gm_job *j)
+{
+    return est_weight_elem_bytes(j->numerics.precision) == 4 ? "fp32" : "16-bit";
 }
 
 /* What ZeRO-3 and FSDP gather: one decoder layer at a time (FSDP's unit with transformer
@@ -219,8 +227,7 @@ static uint64_t zero_ipg_bytes(const struct gm_job_parallel *p, int stage)
  * unit (embedding, final norm, lm_head), which stays unsharded from its forward to its
  * backward (FSDP1 never reshards the root after forward; FSDP2 keeps the last group).
  * Without resharding after forward every layer stays gathered until its backward. */
-static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
-                                   struct gm_error *err)
+static enum gm_status add_gathered(struct est_ctx *cx, double share, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
     const struct gm_job_parallel *p = &j->parallel;
@@ -357,10 +364,13 @@ static enum gm_status add_gathered(struct est_ctx *cx, uint64_t D, double share,
         if (st != GM_OK)
             return st;
     }
-    if (p->shard == GM_SHARD_ZERO3 && D > 1) {
-        snprintf(note, sizeof note, "ZeRO-3 reduce bucket, %llu elements in 16-bit",
-                 (unsigned long long)p->bucket_elements);
-        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", zero_ipg_bytes(p, 3),
+    if (p->shard == GM_SHARD_ZERO3) {
+        snprintf(note, sizeof note, "ZeRO-3 reduce bucket, %llu elements in %s",
+                 (unsigned long long)p->bucket_elements, zero_ipg_width(j));
+        if (p->zero_overlap_comm)
+            est_assume(e, "ZeRO-3 keeps one reduce buffer whatever overlap_comm (stage3.py "
+                          "__ipg_bucket_flat_buffer)");
+        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", zero_ipg_bytes(j, 3),
                           GM_EST_PHASE_TRAIN_ALL, true, GM_EXTENT_ONE_LAYER, note, err)))
             return st;
     }
@@ -540,15 +550,17 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
                           err)))
             return st;
     }
-    if (stage >= 1 && stage <= 2 && D > 1) {
-        snprintf(note, sizeof note, "ZeRO reduce bucket%s, %llu elements in 16-bit%s",
+    if (stage >= 1 && stage <= 2) {
+        snprintf(note, sizeof note, "ZeRO reduce bucket%s, %llu elements in %s%s",
                  p->zero_overlap_comm ? "s" : "", (unsigned long long)p->bucket_elements,
-                 p->zero_overlap_comm ? " each (overlap_comm)" : "");
-        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", zero_ipg_bytes(p, stage),
-                          GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER, note, err)))
+                 zero_ipg_width(j), p->zero_overlap_comm ? " each (overlap_comm)" : "");
+        /* made in the optimizer's backward() before loss.backward(), freed at its end: the
+         * loss's backward included */
+        if ((st = est_add(e, GM_KIND_COMM_BUFFERS, "zero_reduce_bucket", zero_ipg_bytes(j, stage),
+                          GM_EST_PHASE_SAVED, true, GM_EXTENT_ONE_LAYER, note, err)))
             return st;
     }
-    if (stage == 3 && (st = add_gathered(cx, D, share, err)) != GM_OK)
+    if (stage == 3 && (st = add_gathered(cx, share, err)) != GM_OK)
         return st;
     if (t > 1)
         est_assume(e,

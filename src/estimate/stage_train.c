@@ -584,6 +584,23 @@ bool est_hf_trainer_fp32_outputs(const struct gm_job *j)
            j->stack.transformers >= GM_VERSION(4, 30, 0);
 }
 
+/* torchtune's compile flag compiles its loss (training/_compile.py compile_loss, v0.3.0
+ * 651a730 to v0.6.1 a6290a5; the newest preset row is v0.6.1): each chunk's loss of
+ * CEWithChunkedOutputLoss, any other loss whole.  Later,
+ * LinearCrossEntropyLoss.apply_compile_strategy logs "Skipping compile loss" (pytorch/torchtune
+ * ff7fe87), and no other stack compiles a chunked loss. */
+static bool torchtune_compiles_loss(const struct gm_job *j)
+{
+    uint32_t v = j->stack.preset_version;
+    return j->memory.compile && j->stack.preset == GM_STACK_TORCHTUNE &&
+           (!v || (v >= GM_VERSION(0, 3, 0) && v < GM_VERSION(0, 7, 0)));
+}
+
+static bool torchtune_compiled_chunks(const struct gm_job *j)
+{
+    return j->memory.loss == GM_LOSS_CHUNKED && torchtune_compiles_loss(j);
+}
+
 struct loss_model {
     double bytes;   /* at the loss moment */
     double grad;    /* of which gradients of the logits (the loss's backward) */
@@ -591,6 +608,16 @@ struct loss_model {
     char note[GM_EST_NOTE_MAX];
     const char *what; /* the assumption */
 };
+
+/* A compiled cross-entropy over T tokens' nv logits in C chunks (1: the whole logits at once):
+ * the 16-bit logits kept by the compiled graph, a log-sum-exp per token, and one chunk's new
+ * 16-bit gradient; 'extra' what the form keeps beside them (a soft-cap's output). */
+static void compiled_ce(double ea, double nv, double T, double C, double extra,
+                        struct loss_model *out)
+{
+    out->bytes = ea * nv * (1.0 + 1.0 / C) + 4.0 * T + extra;
+    out->grad = ea * nv / C;
+}
 
 /* Bytes of the loss over T tokens at its own moment (the end of forward and the loss's
  * backward), for the job's implementation. */
@@ -690,19 +717,18 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         }
         return;
     case GM_LOSS_CHUNKED:
-        if (j->memory.compile) {
+        if (torchtune_compiled_chunks(j)) {
             /* torchtune's compile flag compiles each chunk's upcast and cross-entropy
              * (training/_compile.py compile_loss: loss.compute_cross_entropy =
-             * torch.compile(...), v0.3.0 651a730 to v0.6.1 a6290a5; LinearCrossEntropyLoss's
-             * apply_compile_strategy after): as under --loss compiled, Inductor keeps each
+             * torch.compile(...), v0.3.0 651a730 to v0.6.1 a6290a5): as under --loss
+             * compiled, Inductor keeps each
              * chunk's 16-bit logits as the saved input with a log-sum-exp per token, no fp32
              * log-softmax, and a chunk's backward writes a new 16-bit gradient beside them.
              * Autograd runs every chunk's loss backward before the projections' (they were
              * recorded last: engine.cpp's ready queue takes the highest sequence number), each
              * releasing its saved chunk as its gradient is made, so the logits and their
              * gradients together stay one chunk above the logits */
-            out->bytes = ea * nv * (1.0 + 1.0 / C) + 4.0 * T + (cap > 0 ? ea * T * h : 0);
-            out->grad = ea * nv / C;
+            compiled_ce(ea, nv, T, C, cap > 0 ? ea * T * h : 0, out);
             snprintf(out->note, sizeof out->note,
                      "%g compiled chunks: every chunk's 16-bit logits kept, one chunk's new "
                      "gradient",
@@ -717,8 +743,13 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
         out->grad = 4.0 * nv / C;
         snprintf(out->note, sizeof out->note,
                  "%g chunks: log-softmax of every chunk kept, one chunk's logits and gradients", C);
-        out->what = "chunked cross-entropy (torchtune LinearCrossEntropyLoss): the projection "
-                    "and the loss one chunk at a time";
+        out->what = j->memory.compile
+                        ? "chunked cross-entropy (torchtune LinearCrossEntropyLoss): the "
+                          "projection and the loss one chunk at a time, the loss not compiled "
+                          "(only torchtune 0.3 to 0.6's compile_loss compiles the chunks: "
+                          "--stack torchtune@0.4)"
+                        : "chunked cross-entropy (torchtune LinearCrossEntropyLoss): the "
+                          "projection and the loss one chunk at a time";
         return;
     case GM_LOSS_FUSED: {
         /* the kernel replaces the log-softmax and writes the gradient into its input.  On an
@@ -856,8 +887,7 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
          * (torch/_functorch/_aot_autograd/jit_compile_runtime_wrappers.py
          * collect_fw_donated_buffer_idxs, pytorch c5336df), and the logits are the graph's
          * input.  A fused kernel writes that gradient into the logits instead. */
-        out->bytes = 2.0 * ea * nv + 4.0 * T + cap;
-        out->grad = ea * nv;
+        compiled_ce(ea, nv, T, 1.0, cap, out);
         snprintf(out->note, sizeof out->note,
                  "B*L*V x %g B: the logits kept by the compiled loss and their new gradient%s",
                  2.0 * ea, cap > 0 ? "; the soft-cap's tanh output" : "");
@@ -1230,6 +1260,9 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                                          : "_supports_sdpa = False; the sinks join the scores");
     if (lm.what)
         est_assume(e, "%s", lm.what);
+    if (torchtune_compiles_loss(j) && j->memory.loss == GM_LOSS_FULL)
+        est_assume(e, "torchtune compiles the whole loss on fp32 logits (_compile.py compile_loss "
+                      "else branch): sized uncompiled, maybe above what Inductor keeps");
     if (hf_returns_kv_in_training(j, m))
         est_assume(e, "GPTBigCode before transformers 4.54 keeps config.use_cache in training: "
                       "each layer's key/value (a view of its c_attn output) is returned and held "
@@ -1244,7 +1277,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                          "they coexist with activations"
                        : "freed by zero_grad(set_to_none=True) (PyTorch "
                          ">= 2.0), allocated during backward");
-    if (j->stack.torch && j->stack.torch < GM_VERSION(2, 0, 0))
+    if (est_torch_before_2(j))
         est_assume(e,
                    "PyTorch %u.%u (--torch-version): before 2.0 torch.optim steps with a for-loop "
                    "unless foreach or fused is given, and zero_grad() zeroes the gradients "

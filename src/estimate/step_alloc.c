@@ -70,6 +70,7 @@ enum life {
     LIFE_KEPT_BWD,    /* per layer, made by its backward (all but the first), kept to its end */
     LIFE_UNSHARD,     /* one layer gathered in each layer's forward and backward */
     LIFE_PREFETCH,    /* the next layer gathered, from the loss through backward */
+    LIFE_BACKWARD,    /* from the loss's backward to the end of backward, once */
     LIFE_SPAN         /* from its first moment to its last */
 };
 
@@ -563,6 +564,9 @@ static void plan_component(const struct est_ctx *cx, struct plan *p)
     else if (c->kind == GM_KIND_GATHERED && c->extent == GM_EXTENT_ONE_LAYER &&
              c->stream == GM_EST_STREAM_UNSHARD && ph == GM_EST_PHASE_SAVED)
         p->life = LIFE_PREFETCH;
+    else if (c->kind == GM_KIND_COMM_BUFFERS && c->extent == GM_EXTENT_ONE_LAYER &&
+             ph == GM_EST_PHASE_SAVED)
+        p->life = LIFE_BACKWARD; /* ZeRO-1/2's reduce buffer (stage_parallel.c) */
     else if (all_layers && ph == GM_EST_PHASE_SAVED)
         p->life = LIFE_SAVED;
     else if (all_layers && ph == GM_EST_PHASE_LOSS)
@@ -1091,6 +1095,7 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
     at(r, GM_EST_AT_LOSS, 0);
     each(r, pl, n, LIFE_PREFETCH, 0, true);
     spans(r, pl, n, M_LOSS, true);
+    each(r, pl, n, LIFE_BACKWARD, 0, true); /* made before the loss's backward runs */
     for (size_t i = 0; i < n; i++)
         if (pl[i].life == LIFE_SPAN && pl[i].prof == PROF_LOGITS && pl[i].last == M_LOSS) {
             if (r->inline_ce)
@@ -1152,6 +1157,7 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
             each(r, pl, n, LIFE_SAVED, u, false);
         }
     spans(r, pl, n, M_BACKWARD, false);
+    each(r, pl, n, LIFE_BACKWARD, 0, false);
     if (r->fsdp1_frees)
         step_synced(r);
 

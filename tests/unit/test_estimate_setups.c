@@ -340,7 +340,7 @@ static void test_zero_reduce_buffers(void **state)
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
     assert_true(z->n_params < 500000000ull);
     assert_int_equal(component(z, "zero_reduce_bucket"), 500000000ull * 2);
-    assert_int_equal(component_phases(z, "zero_reduce_bucket"), GM_EST_PHASE_FORWARD_BACKWARD);
+    assert_int_equal(component_phases(z, "zero_reduce_bucket"), GM_EST_PHASE_SAVED);
     assert_int_equal(component(z, "zero_allgather_bucket"), UINT64_MAX);
     /* overlap_comm: double-buffered */
     j.parallel.zero_overlap_comm = true;
@@ -358,10 +358,62 @@ static void test_zero_reduce_buffers(void **state)
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
     assert_int_equal(component(z, "zero_reduce_bucket"), 896ull * 896 * 2);
     assert_int_equal(component_phases(z, "zero_reduce_bucket"), GM_EST_PHASE_TRAIN_ALL);
-    /* one GPU: no ZeRO buffer at all */
+    /* one GPU (ZeRO-Offload on a single card) has it too: DeepSpeedZeroOptimizer.backward()
+     * makes it under "if self.contiguous_gradients:" alone (deepspeed/runtime/zero/
+     * stage_1_and_2.py, v0.16.1), whatever the world size */
     j.parallel.gpus = 1;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
-    assert_int_equal(component(z, "zero_reduce_bucket"), UINT64_MAX);
+    assert_int_equal(component(z, "zero_reduce_bucket"), 896ull * 896 * 2);
+    j.parallel.shard = GM_SHARD_ZERO2;
+    j.parallel.bucket_elements = 500000000;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero_reduce_bucket"), 2ull * 500000000ull * 2);
+    /* in the optimizer's dtype: fp32 in fp32 training */
+    j.numerics.precision = GM_PREC_FP32;
+    j.parallel.zero_overlap_comm = false;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero_reduce_bucket"), 500000000ull * 4);
+    gm_estimate_free(z);
+}
+
+/* ZeRO-1/2's reduce buffer lives from before the loss's backward to the end of backward
+ * (the optimizer's backward() makes it before loss.backward()): with full checkpointing the
+ * peak is at the loss or in backward, so the peak moves by the whole bucket. */
+static void test_zero_reduce_buffer_moves_peak(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("qwen2.5-0.5b");
+    struct gm_estimate *z = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    uint64_t small, large;
+    (void)state;
+    assert_non_null(m);
+    train_job(&j, m);
+    j.workload.batch = 8;
+    j.workload.seq = 4096;
+    j.parallel.gpus = 2;
+    j.parallel.shard = GM_SHARD_ZERO2;
+    j.memory.checkpointing = GM_CKPT_FULL;
+    j.parallel.bucket_elements = 1;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component_phases(z, "zero_reduce_bucket"), GM_EST_PHASE_SAVED);
+    small = z->peak_allocated_bytes;
+    j.parallel.bucket_elements = 500000000;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    large = z->peak_allocated_bytes;
+    assert_int_equal(large - small, (500000000ull - 1) * 2);
+    /* made at the loss, after the forward: a bucket too large for the card fails there, with
+     * the forward's tensors live */
+    j.workload.batch = 1;
+    j.workload.seq = 2048;
+    j.memory.checkpointing = GM_CKPT_NONE;
+    j.parallel.bucket_elements = 20000000000ull;
+    j.gpu.memory_bytes = 30ull << 30;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_true(z->replay.oom);
+    assert_int_equal(z->replay.failed.request, 20000000000ull * 2);
+    assert_int_equal(z->replay.failed.at, GM_EST_AT_LOSS);
+    assert_int_equal(z->replay.failed.kind, GM_KIND_COMM_BUFFERS);
     gm_estimate_free(z);
 }
 
@@ -581,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_lora_estimate),
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_zero_reduce_buffers),
+        cmocka_unit_test(test_zero_reduce_buffer_moves_peak),
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_llamacpp_kv),
         cmocka_unit_test(test_llamacpp_engine),

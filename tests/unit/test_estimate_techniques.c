@@ -92,7 +92,7 @@ static void test_techniques_change_their_kinds(void **state)
         {"llama-3-8b", TRAIN8B, "--fused-kernels rope", 0}, /* forward temporaries only */
         {"llama-3-8b", TRAIN8B, "--compile", K(GM_KIND_ACTIVATIONS) | K(GM_KIND_BACKWARD_TEMP)},
         /* torchtune compiles its chunked loss with the layers */
-        {"llama-3-8b", TRAIN8B " --loss chunked", "--compile",
+        {"llama-3-8b", TRAIN8B " --stack torchtune@0.4 --loss chunked", "--compile",
          K(GM_KIND_ACTIVATIONS) | K(GM_KIND_BACKWARD_TEMP) | K(GM_KIND_LOGITS)},
         /* packing: the same tokens change nothing; more tokens scale the per-token terms */
         {"llama-3-8b", "--train --seq 4096", "--tokens-per-batch 4096", 0},
@@ -164,6 +164,15 @@ static void test_expert_parallel(void **state)
     assert_non_null(m);
 }
 
+static const struct gm_est_component *named(const struct gm_estimate *e, const char *name);
+
+/* The gradients of the logits among the loss's bytes (act_grad_share), as bytes. */
+static double loss_grad_bytes(const struct gm_estimate *e)
+{
+    const struct gm_est_component *c = named(e, "logits_and_loss");
+    return c->act_grad_share * (double)c->bytes;
+}
+
 /* The loss at its moment, in bytes per logit (T = B*L tokens, V = vocabulary). */
 static void test_loss_sizes(void **state)
 {
@@ -182,15 +191,38 @@ static void test_loss_sizes(void **state)
     /* torchtune's chunked cross-entropy: 4 B per logit kept plus one chunk's 10 B */
     run("llama-3-8b", TRAIN8B " --loss chunked", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
-    /* the same chunks with each chunk's loss compiled (torchtune's compile_loss): the 16-bit
-     * logits kept by the compiled graphs, one chunk's new 16-bit gradient beside them and a
-     * log-sum-exp per token, no fp32 copy; with 16 chunks the gradient is half as large */
-    run("llama-3-8b", TRAIN8B " --loss chunked --compile", &with);
+    assert_true(loss_grad_bytes(with) > 4.0 * (double)(T * V) / 8 - 1 && /* one chunk's fp32 */
+                loss_grad_bytes(with) < 4.0 * (double)(T * V) / 8 + 1);
+    /* the same chunks with each chunk's loss compiled (torchtune 0.3 to 0.6's compile_loss):
+     * the 16-bit logits kept by the compiled graphs, one chunk's new 16-bit gradient beside
+     * them and a log-sum-exp per token, no fp32 copy; with 16 chunks the gradient is half as
+     * large */
+    run("llama-3-8b", TRAIN8B " --stack torchtune@0.4 --loss chunked --compile", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
                      2 * T * V + 2 * T * V / 8 + 4 * T);
-    run("llama-3-8b", TRAIN8B " --loss chunked --loss-chunks 16 --compile", &with);
+    /* of which one chunk's 16-bit gradient, not the whole logits' */
+    assert_true(loss_grad_bytes(with) > 2.0 * (double)(T * V) / 8 - 1 &&
+                loss_grad_bytes(with) < 2.0 * (double)(T * V) / 8 + 1);
+    run("llama-3-8b", TRAIN8B " --stack torchtune --loss chunked --loss-chunks 16 --compile",
+        &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
                      2 * T * V + 2 * T * V / 16 + 4 * T);
+    /* compile_loss exists from torchtune 0.3.0 only, and no other stack compiles the chunks:
+     * torchtune 0.2, accelerate and a custom loop keep the uncompiled form */
+    run("llama-3-8b", TRAIN8B " --stack torchtune@0.2 --loss chunked --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
+    run("llama-3-8b", TRAIN8B " --stack accelerate --loss chunked --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
+    run("llama-3-8b", TRAIN8B " --loss chunked --compile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 4 * T * V + 10 * T * V / 8);
+    /* torchtune's compile_loss compiles any other loss whole: not modelled, said */
+    run("llama-3-8b", TRAIN8B " --stack torchtune@0.4 --loss full --compile", &with);
+    {
+        bool said = false;
+        for (size_t i = 0; i < with->n_assumptions; i++)
+            said = said || strstr(with->assumptions[i], "compile_loss else branch") != NULL;
+        assert_true(said);
+    }
     /* a cross-entropy kernel on the bf16 logits: 2 B per logit and a logsumexp per token */
     run("llama-3-8b", TRAIN8B " --loss fused", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * T * V + 4 * T);
@@ -442,6 +474,14 @@ static void test_stack_presets(void **state)
         assert_true(loss);
         assert_false(impl);
     }
+    /* the QLoRA-only row is no assumption of a full fine-tune or a LoRA job */
+    for (int lora = 0; lora < 2; lora++) {
+        run("llama-3.2-1b", lora ? "--train --stack torchtune --lora" : "--train --stack torchtune",
+            &with);
+        for (size_t i = 0; i < with->n_assumptions; i++)
+            if (strstr(with->assumptions[i], "--no-fp32-upcast"))
+                fail_msg("%s: %s", lora ? "LoRA" : "full", with->assumptions[i]);
+    }
     gm_job_init(&j);
     assert_int_equal(gm_job_set(&j, "stack", "torchtune@x", &err), GM_ERR_INVALID);
     assert_int_equal(gm_job_set(&j, "stack", "tune", &err), GM_ERR_INVALID);
@@ -494,8 +534,17 @@ static void test_torch_version_before_2_defaults(void **state)
         {" --torch-version 1.13 --optimizer-impl foreach", GM_OPTIM_FOREACH, GM_ZERO_GRAD_ZEROS},
         {" --zero-grad set-to-none --torch-version 1.12", GM_OPTIM_FOR_LOOP,
          GM_ZERO_GRAD_SET_TO_NONE},
-        {" --stack torchtune --torch-version 1.13", GM_OPTIM_FUSED, GM_ZERO_GRAD_ZEROS},
         {" --torch-version 2.0", GM_OPTIM_FOREACH, GM_ZERO_GRAD_SET_TO_NONE},
+        /* a PEP 440 local version label names a build of the release */
+        {" --torch-version 2.1.0+cu121", GM_OPTIM_FOREACH, GM_ZERO_GRAD_SET_TO_NONE},
+        {" --torch-version 1.13.1+cu117", GM_OPTIM_FOR_LOOP, GM_ZERO_GRAD_ZEROS},
+    };
+    /* what needs PyTorch 2: torch.compile, FSDP2's fully_shard, torchtune (whose recipes use
+     * both) */
+    static const char *const refused[] = {
+        " --torch-version 1.13 --compile",
+        " --torch-version 1.13 --gpus 2 --fsdp --fsdp-version 2",
+        " --stack torchtune --torch-version 1.13",
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -507,6 +556,22 @@ static void test_torch_version_before_2_defaults(void **state)
         if (j.numerics.optim_impl != cases[i].impl || j.numerics.zero_grad != cases[i].zero_grad)
             fail_msg("%s: optimizer-impl %d, zero-grad %d", b, (int)j.numerics.optim_impl,
                      (int)j.numerics.zero_grad);
+    }
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        struct gm_job j;
+        struct gm_error e;
+        char b[256];
+        snprintf(b, sizeof b, "%s%s", TRAIN8B, refused[i]);
+        job_make("llama-3-8b", b, &j);
+        if (gm_job_check(&j, &e) != GM_ERR_INVALID)
+            fail_msg("%s: accepted", b);
+    }
+    {
+        struct gm_job j;
+        struct gm_error e;
+        gm_job_init(&j);
+        assert_int_equal(gm_job_set(&j, "torch-version", "2.+cu121", &e), GM_ERR_INVALID);
+        assert_int_equal(gm_job_set(&j, "torch-version", "2.1+", &e), GM_ERR_INVALID);
     }
     run("llama-3-8b", TRAIN8B " --torch-version 1.13", &with);
     run("llama-3-8b", TRAIN8B " --optimizer-impl for-loop --zero-grad zeros", &base);
