@@ -43,7 +43,7 @@ static int open_many(const char *cmd, char *const *paths, size_t n,
         lo = *o;
     else
         memset(&lo, 0, sizeof(lo));
-    lo.consumer = gm_analysis_first_pass();
+    lo.consumer = gm_analysis_first_pass_consumer();
     memset(ans, 0, n * sizeof(*ans));
     rc = snapcli_load_many(cmd, paths, n, &lo, analyse, &c, snaps);
     if (rc) {

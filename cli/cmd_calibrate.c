@@ -318,7 +318,7 @@ int cmd_calibrate(int argc, char **argv)
         have_src = true;
         gm_job_use_source(&job, &src);
     }
-    struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL, false, NULL};
+    struct snapcli_load_opts lo = {.memory_limit = mem_limit};
     if ((rc = ana_cli_open(cmd, argv[1], &lo, &snap, &an)) != 0)
         goto out;
     if (gm_calibrate(&job, an, &co, &c, &err) != GM_OK)

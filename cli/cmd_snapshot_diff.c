@@ -47,7 +47,7 @@ static int side_rank(const char *cmd, char *path, uint64_t mem_limit, struct gm_
         struct gm_snapshot *snap;
         struct gm_analysis *an;
         struct gm_error err;
-        struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL, false, NULL};
+        struct snapcli_load_opts lo = {.memory_limit = mem_limit};
         if ((rc = ana_cli_open(cmd, path, &lo, &snap, &an)) != 0)
             return rc;
         if (gm_analysis_rank(an, 0, path, r, &has, &err) != GM_OK)
@@ -162,7 +162,7 @@ int cmd_snapshot_diff(int argc, char **argv)
     int rc = snapcli_rules_load(argv[0], rules_path, &rules);
     if (rc)
         return rc;
-    struct snapcli_load_opts lo = {mem_limit, false, NULL, rules, false, NULL};
+    struct snapcli_load_opts lo = {.memory_limit = mem_limit, .rules = rules};
     rc = ana_cli_open_diff(argv[0], argv + 1, &lo, snaps, ans);
     gm_category_rules_free(rules); /* the analyses are made */
     if (rc)

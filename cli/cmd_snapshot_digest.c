@@ -61,7 +61,7 @@ int cmd_snapshot_digest(int argc, char **argv)
     struct gm_analysis *an;
     if ((rc = snapcli_rules_load(argv[0], rules_path, &rules)) != 0)
         return rc;
-    struct snapcli_load_opts lo = {mem_limit, false, NULL, rules, false, NULL};
+    struct snapcli_load_opts lo = {.memory_limit = mem_limit, .rules = rules};
     rc = ana_cli_open(argv[0], argv[1], &lo, &snap, &an);
     gm_category_rules_free(rules); /* the analysis is made */
     if (rc)

@@ -128,8 +128,8 @@ int cmd_snapshot_export(int argc, char **argv)
         return GM_EXIT_SOFTWARE;
     }
     for (size_t f = 0; f < rf.n && rc == 0; f++) {
-        struct snapcli_load_opts lo = {mem_limit, false, NULL,
-                                       NULL,      false, gm_analysis_first_pass()};
+        struct snapcli_load_opts lo = {.memory_limit = mem_limit,
+                                       .consumer = gm_analysis_first_pass_consumer()};
         struct gm_snapshot *snap = NULL;
         struct gm_analysis *an = NULL;
         if ((rc = snapcli_load(argv[0], rf.paths[f], &lo, &snap)) != 0)

@@ -130,7 +130,7 @@ int cmd_snapshot_files(int argc, char **argv)
     struct gm_snapshot *snaps[2] = {NULL, NULL};
     struct gm_analysis *ans[2] = {NULL, NULL};
     struct gm_analysis_files fs[2];
-    struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL, false, NULL};
+    struct snapcli_load_opts lo = {.memory_limit = mem_limit};
     struct gm_error err;
     memset(fs, 0, sizeof(fs));
     if ((rc = ana_cli_open_many(argv[0], argv + 1, (size_t)n_pos, &lo, snaps, ans)) != 0)

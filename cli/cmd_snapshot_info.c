@@ -158,7 +158,7 @@ static int info_one(void *ctx, char *path)
     const struct info_job *j = ctx;
     struct gm_snapshot *snap;
     /* the counts and sums of the trace are all info shows of it: its events are not kept */
-    struct snapcli_load_opts lo = {j->mem_limit, true, NULL, NULL, false, NULL};
+    struct snapcli_load_opts lo = {.memory_limit = j->mem_limit, .drop_events = true};
     int rc = snapcli_load(j->cmd, path, &lo, &snap);
     if (rc)
         return rc;

@@ -160,7 +160,7 @@ static int leaks_one(void *ctx, char *path)
 {
     const struct leaks_job *j = ctx;
     struct gm_analysis_doc doc = {.kind = GM_DOC_LEAKS, .top = j->top};
-    struct snapcli_load_opts lo = {j->mem_limit, false, NULL, j->rules, false, NULL};
+    struct snapcli_load_opts lo = {.memory_limit = j->mem_limit, .rules = j->rules};
     return ana_cli_show(j->cmd, path, &lo, true, j->json, &doc, leaks_text, j);
 }
 

@@ -238,9 +238,9 @@ int cmd_snapshot_peak(int argc, char **argv)
     {
         struct peak_work pw = {argv + 1, files, want, top, n_pos > 1 && !folded, at_seen, rules};
         /* --folded draws stacks: digests only for the peaks and the ranks */
-        struct snapcli_load_opts lo = {
-            mem_limit, false, folded ? NULL : digests, NULL, !(pw.ranks || pw.analysis || pw.rules),
-            NULL};
+        struct snapcli_load_opts lo = {.memory_limit = mem_limit,
+                                       .digests = folded ? NULL : digests,
+                                       .timeline_only = !(pw.ranks || pw.analysis || pw.rules)};
         rc = snapcli_load_many(argv[0], argv + 1, (size_t)n_pos, &lo, file_peaks, &pw, snaps);
     }
     gm_category_rules_free(rules); /* the analyses are made */

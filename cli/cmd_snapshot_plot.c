@@ -65,7 +65,7 @@ int cmd_snapshot_plot(int argc, char **argv)
         return cli_usage(argv[0], "--width: choose 40 to 1000");
     if (height < 4 || height > 200)
         return cli_usage(argv[0], "--height: choose 4 to 200");
-    struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL, false, NULL};
+    struct snapcli_load_opts lo = {.memory_limit = mem_limit};
     rc = snapcli_load(argv[0], argv[1], &lo, &snap);
     if (rc)
         return rc;

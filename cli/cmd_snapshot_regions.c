@@ -57,7 +57,7 @@ static int regions_one(void *ctx, char *path)
 {
     const struct regions_job *j = ctx;
     enum gm_region_kind kind = j->compile ? GM_REGION_COMPILE : GM_REGION_ANNOTATION;
-    struct snapcli_load_opts lo = {j->mem_limit, false, NULL, NULL, false, NULL};
+    struct snapcli_load_opts lo = {.memory_limit = j->mem_limit};
     struct gm_snapshot *snap;
     struct gm_analysis *an;
     struct gm_error err;

@@ -276,7 +276,7 @@ int cmd_snapshot_replay(int argc, char **argv)
         return cli_usage(argv[0], "--compare tries the common settings itself: leave out "
                                   "--alloc-conf");
 
-    struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL, false, NULL};
+    struct snapcli_load_opts lo = {.memory_limit = mem_limit};
     if ((rc = snapcli_load(argv[0], argv[1], &lo, &snap)) != 0)
         return rc;
     memset(&ro, 0, sizeof(ro));

@@ -247,8 +247,8 @@ int cmd_snapshot_report(int argc, char **argv)
     if (!j.outs || !j.ans || !j.warn || !j.digests) {
         rc = GM_EXIT_SOFTWARE;
     } else if ((rc = output_names(argv[0], argv + 1, n_pos, out, force, j.outs, &folder)) == 0) {
-        struct snapcli_load_opts lo = {mem_limit, false, NULL,
-                                       NULL,      false, gm_analysis_first_pass()};
+        struct snapcli_load_opts lo = {.memory_limit = mem_limit,
+                                       .consumer = gm_analysis_first_pass_consumer()};
         struct gm_error err;
         char all[160];
         if (!folder && n_pos > 1 && !title) {

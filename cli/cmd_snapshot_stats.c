@@ -182,7 +182,8 @@ int cmd_snapshot_stats(int argc, char **argv)
      * only the snapshot state, several the timeline of each (the ranks table). */
     {
         struct stats_job j = {argv[0], argv + 1, files, &ranks, (size_t)n_pos, digests};
-        struct snapcli_load_opts lo = {mem_limit, n_pos == 1, digests, NULL, false, NULL};
+        struct snapcli_load_opts lo = {
+            .memory_limit = mem_limit, .drop_events = n_pos == 1, .digests = digests};
         rc = snapcli_load_each(argv[0], argv + 1, (size_t)n_pos, &lo, file_figures, file_ranks, &j);
     }
     if (rc == 0 && json) {

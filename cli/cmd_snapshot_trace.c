@@ -51,7 +51,7 @@ int cmd_snapshot_trace(int argc, char **argv)
         return rc;
     if (from > to)
         return cli_usage(argv[0], "--from %" PRIu64 " is after --to %" PRIu64, from, to);
-    struct snapcli_load_opts lo = {mem_limit, false, NULL, NULL, false, NULL};
+    struct snapcli_load_opts lo = {.memory_limit = mem_limit};
     if ((rc = snapcli_load(argv[0], argv[1], &lo, &snap)) != 0)
         return rc;
     if (want >= 0 && !gm_snapshot_device_by_index(snap, want)) {

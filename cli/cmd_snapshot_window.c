@@ -169,7 +169,7 @@ static int window_device(const struct window_job *j, const char *path, const str
 static int window_one(void *ctx, char *path)
 {
     const struct window_job *j = ctx;
-    struct snapcli_load_opts lo = {j->mem_limit, false, NULL, NULL, false, NULL};
+    struct snapcli_load_opts lo = {.memory_limit = j->mem_limit};
     struct gm_snapshot *snap;
     struct gm_analysis *an;
     const struct gm_analysis_device *dev = NULL;

@@ -1023,10 +1023,13 @@ struct gm_analysis_diff {
  * gm_analysis_diff_prepare()), the first analysis's walk of each device trace is done on the
  * events as the file is read, instead of decoding the stored events again afterwards.  The
  * results are the same either way (a trace it could not follow whole is walked as without
- * it); a later analysis of the same snapshot walks.  It holds about 8 bytes an event and
- * the allocations until the analysis takes it, or until gm_snapshot_free().  Borrowed,
- * static. */
-const struct gm_snapshot_consumer *gm_analysis_first_pass(void);
+ * it); a later analysis of the same snapshot walks.  Per device it holds 6 bytes an event
+ * (its stack and time step), 4 more a free, and per allocation its gm_analysis_alloc and
+ * up to 32 bytes of address map; with the timeline's fold, all devices' together stay
+ * within an eighth of the snapshot's memory limit while loading (past it a trace is walked
+ * after the load instead) and count in gm_snapshot.memory_bytes until the analysis takes
+ * them, or until gm_snapshot_free().  Borrowed, static. */
+const struct gm_snapshot_consumer *gm_analysis_first_pass_consumer(void);
 
 /* gm_analysis_run() without the per-category series (each device's points empty, and
  * a document with the series refuses it): every other figure the same, for the callers

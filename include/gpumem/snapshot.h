@@ -428,7 +428,7 @@ struct gm_snapshot_opts {
      * which wins when both are set). */
     bool timeline_only;
     /* Work done on each device trace's events while the file is read (an analysis's first
-     * pass: gm_analysis_first_pass()), kept with the snapshot for that work to take up;
+     * pass: gm_analysis_first_pass_consumer()), kept with the snapshot for that work to take up;
      * NULL: none.  Never changes what the snapshot holds or any result. */
     const struct gm_snapshot_consumer *consumer;
 };
@@ -477,11 +477,18 @@ uint64_t gm_snapshot_memory_estimate(uint64_t file_bytes);
 const struct gm_snapshot_event_extra *gm_snapshot_event_extra_of(const struct gm_snapshot *snap,
                                                                  const struct gm_snapshot_event *e);
 
+/* The raw cudaStream_t value of the events whose extra fields are 'extra'
+ * (gm_snapshot_event.extra; 0: the default stream). */
+static inline uint64_t gm_snapshot_extra_stream(const struct gm_snapshot *snap, uint64_t extra)
+{
+    return extra && extra <= snap->n_extras ? snap->extras[extra - 1].stream : 0;
+}
+
 /* The raw cudaStream_t value of event 'e' (0: the default stream). */
 static inline uint64_t gm_snapshot_event_stream(const struct gm_snapshot *snap,
                                                 const struct gm_snapshot_event *e)
 {
-    return e->extra && e->extra <= snap->n_extras ? snap->extras[e->extra - 1].stream : 0;
+    return gm_snapshot_extra_stream(snap, e->extra);
 }
 
 /* The device with CUDA index 'index', or NULL. Borrowed. */

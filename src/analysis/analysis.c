@@ -7,12 +7,12 @@
  * per-event work is O(1): the run and iteration of an allocation by stepping forward, of
  * any other event through ana_index, never a search):
  *   1. one pass, on the events as the loader commits them when the load was given
- *      gm_analysis_first_pass(), else with a cursor over the stored trace ("step 1" below):
- *      allocations (alloc -> free_completed by address, as gm_snapshot_timeline()
- *      does, with the allocation each free_completed ends kept in trace order), the raw
- *      phase of each event from its stack (classify.c), the oom events, the segment
- *      events for the layout history (layout.c builds it from them in step 6) and the
- *      reserved bytes, the time of each event (as the step from the one before)
+ *      gm_analysis_first_pass_consumer(), else with a cursor over the stored trace ("step 1"
+ * below): allocations (alloc -> free_completed by address, as gm_snapshot_timeline() does, with the
+ * allocation each free_completed ends kept in trace order), the raw phase of each event from its
+ * stack (classify.c), the oom events, the segment events for the layout history (layout.c builds it
+ * from them in step 6) and the reserved bytes, the time of each event (as the step from the one
+ * before)
  *   2. unknown events smoothed from their neighbours (docs/analysis.md, "Phases"): over
  *      the raw phases of step 1, the trace read only around an unknown event between two
  *      forward ones (its stack and the callers either side)
@@ -102,6 +102,15 @@ static void ix_release(struct ana_index *x)
     x->at = NULL;
 }
 
+/* The times of a trace's events as steps: per event its time_us less the one before's (the
+ * first: 0), two bytes an event; DT_WIDE (below): the step is the next of dt_wide[]. */
+struct ana_times {
+    uint16_t *dt;
+    size_t cap_dt;
+    uint32_t *dt_wide; /* the steps of DT_WIDE or more, in event order */
+    size_t n_dt_wide, cap_dt_wide;
+};
+
 struct work {
     const struct gm_snapshot *snap;
     const struct gm_snapshot_device *sd;
@@ -127,15 +136,11 @@ struct work {
     struct gm_lod_totals *totals;        /* gm_analysis_opts.totals: fed by build_series */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
-    uint16_t *dt; /* per event: its time_us less the one before (the first: 0), kept by
-                     scan_trace while every event has a time and no step goes back or
-                     past 2^32 us; the series then reads no trace (NULL: it does);
-                     DT_WIDE: the next of dt_wide[] */
-    size_t cap_dt;
-    uint32_t *dt_wide; /* the steps of DT_WIDE or more, in event order */
-    size_t n_dt_wide, cap_dt_wide;
-    uint32_t *stk; /* per event its stack (| STK_NO_PHASE) when the loader's scan kept them,
-                      else NULL: compute_phases reads them instead of the trace */
+    struct ana_times tm; /* per event its time's step, kept by scan_trace while every event
+                            has a time and no step goes back or past 2^32 us; the series then
+                            reads no trace (tm.dt NULL: it does) */
+    uint32_t *stk;       /* per event its stack (| STK_NO_PHASE) when the loader's scan kept them,
+                            else NULL: compute_phases reads them instead of the trace */
     size_t cap_stk;
     uint64_t held;  /* bytes this device's analysis holds, against the memory limit */
     size_t n_timed; /* events with a time_us */
@@ -155,7 +160,7 @@ struct site_stat {
  * analysis hold; if so they are counted. */
 static bool take(struct work *w, uint64_t more)
 {
-    if (!gm_budget_fits(w->snap->memory_limit, w->snap->memory_bytes + w->priv->held + w->held,
+    if (!gm_budget_fits(w->snap->memory_limit, snap_memory_held(w->snap) + w->priv->held + w->held,
                         more))
         return false;
     w->held += more;
@@ -251,19 +256,22 @@ static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot
  * are mostly far shorter than 65 ms, so two bytes an event hold them. */
 #define DT_WIDE UINT16_MAX
 
+/* Free the times (none kept after); the bytes they held. */
+static uint64_t times_release(struct ana_times *t)
+{
+    uint64_t bytes = gm_budget_bytes(t->cap_dt, sizeof(uint16_t)) +
+                     gm_budget_bytes(t->cap_dt_wide, sizeof(uint32_t));
+    gm_big_free(t->dt, t->cap_dt * sizeof(uint16_t));
+    gm_big_free(t->dt_wide, t->cap_dt_wide * sizeof(uint32_t));
+    memset(t, 0, sizeof(*t));
+    return bytes;
+}
+
 /* The series reads the trace after all (scan_trace found an event it cannot record). */
 static void drop_times(struct work *w)
 {
-    if (!w->dt)
-        return;
-    gm_big_free(w->dt, w->cap_dt * sizeof(uint16_t));
-    w->dt = NULL;
-    w->held -= gm_budget_bytes(w->cap_dt, sizeof(uint16_t));
-    w->cap_dt = 0;
-    gm_big_free(w->dt_wide, w->cap_dt_wide * sizeof(uint32_t));
-    w->dt_wide = NULL;
-    w->held -= (uint64_t)w->cap_dt_wide * sizeof(uint32_t);
-    w->n_dt_wide = w->cap_dt_wide = 0;
+    if (w->tm.dt)
+        w->held -= times_release(&w->tm);
 }
 
 /* Set in w->phase by scan_trace on an unknown event whose stack is empty (compute_phases
@@ -277,12 +285,12 @@ static void drop_times(struct work *w)
  * Step 1's work per event (scan_event()): the time steps, the layout history's events, the
  * allocations matched to their frees by address, the oom events and each event's raw
  * phase.  It runs either on the events as the loader commits them (the analysis's consumer,
- * gm_analysis_first_pass(), which spares the analysis a decode of the stored trace) or over
- * the stored trace after the load (scan_walk()), when the consumer did not see the whole
- * trace or its holdings do not fit the analysis's budget: the same code either way, so the
- * results do not depend on which ran.  While loading there is no classifier and no
- * annotation yet: each event's stack is kept (stk[]) and its raw phase made after the load
- * by the rule the walk applies at once (raw_rule_phase()). */
+ * gm_analysis_first_pass_consumer(), which spares the analysis a decode of the stored trace) or
+ * over the stored trace after the load (scan_walk()), when the consumer did not see the whole trace
+ * or its holdings do not fit the analysis's budget: the same code either way, so the results do not
+ * depend on which ran.  While loading there is no classifier and no annotation yet: each event's
+ * stack is kept (stk[]) and its raw phase made after the load by the rule the walk applies at once
+ * (raw_rule_phase()). */
 
 /* stk[]: the event's action has no phase (snapshot, other); stacks stay below it. */
 #define STK_NO_PHASE 0x80000000u
@@ -298,12 +306,8 @@ struct scan {
     size_t n;                /* events seen */
     uint32_t *stk;           /* loading: per event, its stack (| STK_NO_PHASE) */
     size_t cap_stk;
-    uint16_t *dt; /* per event: its time_us less the one before (see struct work), NULL:
-                     not kept */
-    size_t cap_dt;
-    uint32_t *dt_wide;
-    size_t n_dt_wide, cap_dt_wide;
-    int64_t last_t, t0; /* the time of the last event, of the first */
+    struct ana_times tm; /* see struct work (tm.dt NULL: not kept) */
+    int64_t last_t, t0;  /* the time of the last event, of the first */
     struct gm_analysis_alloc *trace, *early;
     size_t n_trace, cap_trace, n_early, cap_early;
     struct gm_map map; /* address -> index in trace[] of the allocation there */
@@ -316,13 +320,19 @@ struct scan {
     size_t n_timed;
 };
 
-/* Grow a GM_VEC_BIG array within the scan's budget; false (and why in s->stop) when it
- * cannot. */
-static bool scan_grow(struct scan *s, void **p, size_t *cap, size_t need, size_t elem)
+/* Grow a GM_VEC_BIG array within the scan's budget; false (s->budget.over: refused) when
+ * it cannot, the scan going on (what the array holds is optional). */
+static bool scan_grow_kept(struct scan *s, void **p, size_t *cap, size_t need, size_t elem)
 {
     s->budget.over = false;
     *p = gm_vec_grow(*p, cap, need, elem, GM_VEC_BIG, &s->budget);
-    if (need <= *cap)
+    return need <= *cap;
+}
+
+/* The same for what the scan needs: false (and why in s->stop) when it cannot grow. */
+static bool scan_grow(struct scan *s, void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (scan_grow_kept(s, p, cap, need, elem))
         return true;
     s->stop = s->budget.over ? SCAN_OVER : SCAN_NOMEM;
     return false;
@@ -331,16 +341,8 @@ static bool scan_grow(struct scan *s, void **p, size_t *cap, size_t need, size_t
 /* No times kept after all (the series reads the trace for them). */
 static void scan_drop_times(struct scan *s)
 {
-    if (!s->dt)
-        return;
-    gm_big_free(s->dt, s->cap_dt * sizeof(uint16_t));
-    gm_budget_give(&s->budget, gm_budget_bytes(s->cap_dt, sizeof(uint16_t)));
-    s->dt = NULL;
-    s->cap_dt = 0;
-    gm_big_free(s->dt_wide, s->cap_dt_wide * sizeof(uint32_t));
-    gm_budget_give(&s->budget, (uint64_t)s->cap_dt_wide * sizeof(uint32_t));
-    s->dt_wide = NULL;
-    s->n_dt_wide = s->cap_dt_wide = 0;
+    if (s->tm.dt)
+        gm_budget_give(&s->budget, times_release(&s->tm));
 }
 
 /* Keep the step 'd' (DT_WIDE or more) of event k in dt_wide[]; the times are dropped when
@@ -351,17 +353,14 @@ static void scan_wide_step(struct scan *s, size_t k, uint64_t d)
         scan_drop_times(s);
         return;
     }
-    if (s->n_dt_wide == s->cap_dt_wide) {
-        s->budget.over = false;
-        s->dt_wide = gm_vec_grow(s->dt_wide, &s->cap_dt_wide, s->n_dt_wide + 1, sizeof(uint32_t),
-                                 GM_VEC_BIG, &s->budget);
-        if (s->n_dt_wide == s->cap_dt_wide) {
-            scan_drop_times(s);
-            return;
-        }
+    if (s->tm.n_dt_wide == s->tm.cap_dt_wide &&
+        !scan_grow_kept(s, (void **)&s->tm.dt_wide, &s->tm.cap_dt_wide, s->tm.n_dt_wide + 1,
+                        sizeof(uint32_t))) {
+        scan_drop_times(s);
+        return;
     }
-    s->dt[k] = DT_WIDE;
-    s->dt_wide[s->n_dt_wide++] = (uint32_t)d;
+    s->tm.dt[k] = DT_WIDE;
+    s->tm.dt_wide[s->tm.n_dt_wide++] = (uint32_t)d;
 }
 
 /* The raw phase of an event: from its stack's frames (once per stack), else a step while
@@ -422,20 +421,18 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
     s->n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
     if (!rule && k == 0) /* (the walk starts from the first event's time) */
         s->last_t = s->t0 = e->time_us;
-    if (s->dt) {
+    if (s->tm.dt) {
         /* (an event without a time drops them after the pass) */
         uint64_t d = (uint64_t)e->time_us - (uint64_t)s->last_t;
         s->last_t = e->time_us;
-        if (!rule && k >= s->cap_dt) { /* (the walk's has room for every event) */
-            s->budget.over = false;
-            s->dt = gm_vec_grow(s->dt, &s->cap_dt, k + 1, sizeof(uint16_t), GM_VEC_BIG, &s->budget);
-            if (k >= s->cap_dt)
+        if (!rule && k >= s->tm.cap_dt) { /* (the walk's has room for every event) */
+            if (!scan_grow_kept(s, (void **)&s->tm.dt, &s->tm.cap_dt, k + 1, sizeof(uint16_t)))
                 scan_drop_times(s);
         }
-        if (!s->dt)
+        if (!s->tm.dt)
             ;
         else if (d < DT_WIDE)
-            s->dt[k] = (uint16_t)d;
+            s->tm.dt[k] = (uint16_t)d;
         else
             scan_wide_step(s, k, d);
     }
@@ -530,21 +527,34 @@ static void scan_release(struct scan *s)
 
 static const struct snap_consumer_ops pass_ops;
 
-static void *pass_open(void *ctx, uint32_t index, uint64_t limit, struct gm_snapshot_packed *pk)
+static void *pass_open(void *ctx, uint32_t index, struct gm_budget *shared,
+                       struct gm_snapshot_packed *pk)
 {
     struct scan *s = gm_calloc(1, sizeof(*s));
     (void)ctx;
     (void)index;
     if (!s)
         return NULL;
-    s->budget = gm_budget_make(limit, 0);
+    s->budget = gm_budget_make(0, 0);
+    s->budget.shared = shared;
     s->loading = true;
-    s->map = (struct gm_map)GM_MAP_INIT;
+    gm_map_init(&s->map, &s->budget);
     /* the times while they can be kept (a diff ignores them) */
-    s->dt = gm_vec_grow(NULL, &s->cap_dt, 1, sizeof(uint16_t), GM_VEC_BIG, &s->budget);
+    s->tm.dt = gm_vec_grow(NULL, &s->tm.cap_dt, 1, sizeof(uint16_t), GM_VEC_BIG, &s->budget);
     pk->consumed = s;
     pk->consumed_ops = &pass_ops;
     return s;
+}
+
+/* What the scan holds freed and given back to the load's budget: the trace is walked. */
+static void pass_give_up(struct scan *s)
+{
+    struct gm_budget *shared = s->budget.shared;
+    uint64_t used = s->budget.used;
+    s->budget.shared = NULL;
+    scan_release(s);
+    gm_budget_give(shared, used);
+    s->abandoned = true;
 }
 
 static void pass_events(void *state, const struct gm_snapshot_event *ev, size_t n)
@@ -555,8 +565,7 @@ static void pass_events(void *state, const struct gm_snapshot_event *ev, size_t 
     for (size_t i = 0; i < n; i++)
         if (!scan_event(s, s->n + i, &ev[i], NULL, NULL, NULL)) {
             /* what the walk would say is found by the walk */
-            scan_release(s);
-            s->abandoned = true;
+            pass_give_up(s);
             return;
         }
     s->n += n;
@@ -564,9 +573,7 @@ static void pass_events(void *state, const struct gm_snapshot_event *ev, size_t 
 
 static void pass_abandon(void *state)
 {
-    struct scan *s = state;
-    scan_release(s);
-    s->abandoned = true;
+    pass_give_up(state);
 }
 
 static void pass_release(void *state)
@@ -574,7 +581,7 @@ static void pass_release(void *state)
     struct scan *s = state;
     if (!s)
         return;
-    scan_release(s);
+    pass_give_up(s);
     gm_free(s);
 }
 
@@ -583,7 +590,7 @@ static const struct snap_consumer_ops pass_ops = {pass_open, pass_events, pass_a
 
 static const struct gm_snapshot_consumer first_pass = {&pass_ops, NULL};
 
-const struct gm_snapshot_consumer *gm_analysis_first_pass(void)
+const struct gm_snapshot_consumer *gm_analysis_first_pass_consumer(void)
 {
     return &first_pass;
 }
@@ -592,14 +599,22 @@ const struct gm_snapshot_consumer *gm_analysis_first_pass(void)
 
 /* The scan the loader made of w->sd's trace, when it saw the whole trace, the raw phases
  * can be made from what it kept (the times, where steps are marked by time) and it fits the
- * analysis's budget beside 'used' bytes; else NULL (freed). */
-static struct scan *scan_taken(struct work *w, const struct raw_rule *rule, uint64_t used)
+ * analysis's budget beside what the snapshot and the analysis hold; else NULL (freed).
+ * Either way what it held is no longer the snapshot's (snap_memory_held()). */
+static struct scan *scan_taken(struct work *w, const struct raw_rule *rule)
 {
     struct scan *s = snap_consumed_take(w->sd, &pass_ops);
+    uint64_t map_bytes;
     if (!s)
         return NULL;
+    snap_memory_moved(w->sd, s->budget.used);
+    s->budget.shared = NULL;
+    /* the walk's map is not counted either: the same budget whichever ran */
+    map_bytes = s->map.slots ? (uint64_t)(s->map.mask + 1) * sizeof(struct gm_map_slot) : 0;
+    s->map.budget = NULL;
+    gm_budget_give(&s->budget, map_bytes);
     if (s->abandoned || s->n != w->sd->n_events ||
-        (rule->steps.n && (!s->dt || s->n_timed != s->n)))
+        (rule->steps.n && (!s->tm.dt || s->n_timed != s->n)))
         goto out_release;
     if (w->diff_only) {
         /* what a diff does not read (the times go once the phases are made) */
@@ -609,8 +624,10 @@ static struct scan *scan_taken(struct work *w, const struct raw_rule *rule, uint
         s->n_free_of = s->cap_free_of = 0;
         ana_layout_events_release(&s->seg_events);
     }
-    if (!gm_budget_fits(w->snap->memory_limit, used, s->budget.used))
+    if (!gm_budget_fits(w->snap->memory_limit, snap_memory_held(w->snap) + w->priv->held + w->held,
+                        s->budget.used))
         goto out_release;
+    w->priv->n_first_pass_taken++;
     return s;
 out_release:
     pass_release(s);
@@ -648,7 +665,7 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
     for (size_t k = 0, n = s->n; k < n; k++) {
         uint32_t x = stk[k];
         /* every event has a time here (scan_taken()) */
-        time += s->dt[k] == DT_WIDE ? s->dt_wide[wi++] : s->dt[k];
+        time += s->tm.dt[k] == DT_WIDE ? s->tm.dt_wide[wi++] : s->tm.dt[k];
         t.time_us = (int64_t)time;
         phase[k] = raw_rule_phase(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE), &t);
     }
@@ -665,7 +682,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     struct scan s, *taken;
     struct raw_rule rule;
     enum gm_status st = GM_OK;
-    uint64_t base = snap->memory_bytes + w->priv->held + w->held;
+    uint64_t base;
 
     memset(&s, 0, sizeof(s));
     memset(&rule, 0, sizeof(rule));
@@ -677,17 +694,17 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         goto out;
     }
     memset(rule.raw_of, RAW_UNSET, rule.n_stacks);
-    if ((taken = scan_taken(w, &rule, base)) != NULL) {
+    taken = scan_taken(w, &rule);
+    base = snap_memory_held(snap) + w->priv->held + w->held;
+    if (taken) {
         s = *taken;
         gm_free(taken);
         s.budget = gm_budget_make(snap->memory_limit, base + s.budget.used);
         for (size_t i = 0; i < s.n_trace; i++) {
-            uint64_t x = s.trace[i].stream;
-            s.trace[i].stream = x && x <= snap->n_extras ? snap->extras[x - 1].stream : 0;
+            s.trace[i].stream = gm_snapshot_extra_stream(snap, s.trace[i].stream);
         }
         for (size_t i = 0; i < s.n_early; i++) {
-            uint64_t x = s.early[i].stream;
-            s.early[i].stream = x && x <= snap->n_extras ? snap->extras[x - 1].stream : 0;
+            s.early[i].stream = gm_snapshot_extra_stream(snap, s.early[i].stream);
         }
         scan_phases(&s, &rule, w->phase);
         if (w->diff_only)
@@ -701,8 +718,8 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         /* the times, for the series (within the memory limit, else it reads the trace
          * again); none for a diff, which builds no series */
         if (n && !s.diff_only && gm_budget_take(&s.budget, gm_budget_bytes(n, sizeof(uint16_t)))) {
-            if ((s.dt = gm_big_realloc(NULL, 0, n * sizeof(uint16_t))) != NULL)
-                s.cap_dt = n;
+            if ((s.tm.dt = gm_big_realloc(NULL, 0, n * sizeof(uint16_t))) != NULL)
+                s.tm.cap_dt = n;
             else
                 gm_budget_give(&s.budget, gm_budget_bytes(n, sizeof(uint16_t)));
         }
@@ -759,11 +776,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         goto stopped;
     /* what the scan holds is the analysis's now */
     w->held += s.budget.used - base;
-    w->dt = s.dt;
-    w->cap_dt = s.cap_dt;
-    w->dt_wide = s.dt_wide;
-    w->n_dt_wide = s.n_dt_wide;
-    w->cap_dt_wide = s.cap_dt_wide;
+    w->tm = s.tm;
     w->stk = s.stk;
     w->cap_stk = s.cap_stk;
     w->free_of = s.free_of;
@@ -773,13 +786,12 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     w->n_oom = s.n_oom;
     w->cap_oom = s.cap_oom;
     w->seg_events = s.seg_events;
-    s.dt = NULL;
-    s.dt_wide = NULL;
+    memset(&s.tm, 0, sizeof(s.tm));
     s.stk = NULL;
     s.free_of = NULL;
     s.ooms = NULL;
     memset(&s.seg_events, 0, sizeof(s.seg_events));
-    s.cap_dt = s.cap_dt_wide = s.cap_stk = s.cap_free_of = s.cap_oom = 0;
+    s.cap_stk = s.cap_free_of = s.cap_oom = 0;
     if (w->n_timed != sd->n_events)
         drop_times(w);
     if (dev->n_allocs) {
@@ -1320,7 +1332,7 @@ static GM_INLINE_ALWAYS void take_free(const struct work *w, size_t *fi, int64_t
     *next_free = free_event_of(w, *fi);
 }
 
-/* The microseconds from event k - 1 to event k as scan_trace kept them (w->dt), the wide
+/* The microseconds from event k - 1 to event k as scan_trace kept them (w->tm.dt), the wide
  * ones the next of dt_wide[] (*wi, moved on). */
 static inline uint32_t step_us(const uint16_t *dt, const uint32_t *dt_wide, int64_t k, size_t *wi)
 {
@@ -1371,7 +1383,7 @@ static int64_t next_mark(const struct gm_analysis_device *dev, int64_t k, size_t
  * its value at the bucket's end, so an idle gap shows what memory held during it.
  *
  * What it needs of each event beyond the allocations is its time and, for the reserved
- * bytes, the segment events scan_trace kept: with the times scan_trace recorded (w->dt),
+ * bytes, the segment events scan_trace kept: with the times scan_trace recorded (w->tm.dt),
  * or none when no event has one, the trace is not read again. */
 static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                                                    const struct gm_snapshot_timeline *tl,
@@ -1423,7 +1435,7 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
             slots[i].event = -2;
     }
     gm_lod_axis_init_counted(&ax, sd, w->n_timed);
-    read_trace = w->n_timed && !(w->dt && ax.time);
+    read_trace = w->n_timed && !(w->tm.dt && ax.time);
     memset(known, 0, sizeof(known));
     known[0].time_us = known[1].time_us = ax.t0_us;
     known[0].flags = known[1].flags = w->n_timed ? GM_EVENT_HAS_TIME : 0;
@@ -1436,8 +1448,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     uint64_t total = 0; /* the sum of cur[], kept with it */
     uint64_t unexplained = 0, lifetime = 0, reserved = tl->initial_reserved_bytes;
     size_t ai = 0, fi = 0, wi = 0;
-    const uint16_t *dt = w->dt;
-    const uint32_t *dt_wide = w->dt_wide;
+    const uint16_t *dt = w->tm.dt;
+    const uint32_t *dt_wide = w->tm.dt_wide;
     /* Alive from the start. */
     for (; ai < dev->n_allocs && dev->allocs[ai].alloc_event < 0; ai++)
         count_alloc(&dev->allocs[ai], false, cur, &total, &unexplained, &lifetime);

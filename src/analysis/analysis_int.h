@@ -147,6 +147,7 @@ struct ana_priv {
     uint64_t held;                     /* bytes of results, against the snapshot's memory limit */
     struct gm_layout_history *layouts; /* one per device, same order as an->devices */
     struct gm_lod_totals *totals;      /* one per device (gm_analysis_opts.totals), or NULL */
+    size_t n_first_pass_taken;         /* devices whose first pass the load made (tests read it) */
 };
 
 /* What ana_run() computes: everything (gm_analysis_run()), everything but the series

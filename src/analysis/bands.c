@@ -60,39 +60,32 @@ static float *event_xs(const struct gm_lod_axis *ax)
     return xs;
 }
 
-static inline double x_of(const struct gm_lod_axis *ax, const float *xs, int64_t k)
+/* The x of event k (-1: 0; past the last: the axis's end) as the page draws it: from 'xs'
+ * (event_xs()) when given, else as the axis keeps it (rounded to a float, as event_xs() keeps
+ * it), else the index.  'kept32': the axis keeps 32-bit x's and xs is NULL, read with no test
+ * but the ends (the passes over the allocations are compiled for both cases). */
+static GM_INLINE_ALWAYS double x_of(const struct gm_lod_axis *ax, const float *xs, int64_t k,
+                                    bool kept32)
 {
     if (k < 0)
         return 0.0;
     if (k >= (int64_t)ax->n_events)
         return ax->x_end;
+    if (kept32)
+        return (double)(float)(double)gm_lod_axis_x32(ax)[k];
     if (xs)
         return (double)xs[k];
     if (gm_lod_axis_keeps_x(ax))
-        return (double)(float)gm_lod_axis_kept_x(ax, (size_t)k); /* as event_xs() keeps it */
+        return (double)(float)gm_lod_axis_kept_x(ax, (size_t)k);
     return (double)k;
-}
-
-/* x_of() on an axis that keeps its x's in 32 bits ('kept32': then xs is NULL), read with
- * no test but the ends; the passes over the allocations are compiled for both cases. */
-static GM_INLINE_ALWAYS double x_at(const struct gm_lod_axis *ax, const float *xs, int64_t k,
-                                    bool kept32)
-{
-    if (!kept32)
-        return x_of(ax, xs, k);
-    if (k < 0)
-        return 0.0;
-    if (k >= (int64_t)ax->n_events)
-        return ax->x_end;
-    return (double)(float)(double)gm_lod_axis_x32(ax)[k]; /* as x_of() reads it */
 }
 
 static GM_INLINE_ALWAYS void life(const struct gm_lod_axis *ax, const float *xs,
                                   const struct gm_analysis_alloc *a, double *x0, double *x1,
                                   bool kept32)
 {
-    *x0 = x_at(ax, xs, a->alloc_event, kept32);
-    *x1 = a->free_event < 0 ? ax->x_end : x_at(ax, xs, a->free_event, kept32);
+    *x0 = x_of(ax, xs, a->alloc_event, kept32);
+    *x1 = a->free_event < 0 ? ax->x_end : x_of(ax, xs, a->free_event, kept32);
     if (*x1 < *x0) /* time going back in a damaged file */
         *x1 = *x0;
 }
@@ -343,7 +336,7 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
     }
     for (size_t w = 0; w <= W; w++) {
         wk[w] = (int64_t)(ne * w / W);
-        wx[w] = x_of(ax, xs, wk[w]);
+        wx[w] = x_of(ax, xs, wk[w], false);
     }
     if (gm_lod_axis_x32(ax))
         offer_windows(ad, ax, xs, out->is_band, h, W, wk, wx, true);

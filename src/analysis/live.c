@@ -47,7 +47,7 @@ enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
     if (!gm_snapshot_device_by_index(snap, dev->device))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d",
                        (int)dev->device);
-    budget = gm_budget_make(snap->memory_limit, snap->memory_bytes + (priv ? priv->held : 0));
+    budget = gm_budget_make(snap->memory_limit, snap_memory_held(snap) + (priv ? priv->held : 0));
     for (size_t t = 0; t < n; t++) {
         int64_t k = ks[t];
         size_t from = 0, m = 0;

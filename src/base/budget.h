@@ -30,39 +30,48 @@ static inline uint64_t gm_budget_bytes(uint64_t n, uint64_t elem)
 
 /* A memory budget that containers charge as they grow (map.h, vec.h): the bytes they hold
  * together under one limit.  Growth that would pass the limit is refused and sets 'over',
- * so that the caller can tell a refusal (GM_ERR_LIMIT) from an allocation that failed. */
+ * so that the caller can tell a refusal (GM_ERR_LIMIT) from an allocation that failed.
+ * A budget may draw on a shared one besides (several holders under one limit: the
+ * consumers of a snapshot's load): growth must fit both, and is counted in both. */
 struct gm_budget {
-    uint64_t limit; /* bytes; 0: no limit */
-    uint64_t used;  /* bytes counted against it */
-    bool over;      /* a growth was refused */
+    uint64_t limit;           /* bytes; 0: no limit */
+    uint64_t used;            /* bytes counted against it */
+    bool over;                /* a growth was refused */
+    struct gm_budget *shared; /* drawn on as well (its limit, its count), or NULL */
 };
 
 /* A budget of 'limit' bytes (0: none) of which 'used' are already taken. */
 static inline struct gm_budget gm_budget_make(uint64_t limit, uint64_t used)
 {
-    struct gm_budget b = {limit, used, false};
+    struct gm_budget b = {limit, used, false, NULL};
     return b;
 }
 
-/* Count 'more' bytes against 'b' (NULL: no budget): false, and b->over set, when they do
- * not fit. */
+/* Count 'more' bytes against 'b' (NULL: no budget) and the budget it draws on: false, and
+ * b->over set, when they do not fit. */
 static inline bool gm_budget_take(struct gm_budget *b, uint64_t more)
 {
     if (!b)
         return true;
-    if (!gm_budget_fits(b->limit, b->used, more)) {
+    if (!gm_budget_fits(b->limit, b->used, more) ||
+        (b->shared && !gm_budget_fits(b->shared->limit, b->shared->used, more))) {
         b->over = true;
         return false;
     }
     b->used += more;
+    if (b->shared)
+        b->shared->used += more;
     return true;
 }
 
-/* Give back 'less' bytes taken from 'b' (NULL: no budget). */
+/* Give back 'less' bytes taken from 'b' (NULL: no budget) and from the budget it draws on. */
 static inline void gm_budget_give(struct gm_budget *b, uint64_t less)
 {
-    if (b)
-        b->used = less < b->used ? b->used - less : 0;
+    if (!b)
+        return;
+    if (b->shared)
+        b->shared->used = less < b->shared->used ? b->shared->used - less : 0;
+    b->used = less < b->used ? b->used - less : 0;
 }
 
 /* The GM_ERR_LIMIT failure of 'what' ("the analysis of device 0") that would hold 'need'

@@ -142,6 +142,23 @@ void *snap_consumed_take(const struct gm_snapshot_device *d, const struct snap_c
     return __atomic_exchange_n(&pk->consumed, NULL, __ATOMIC_ACQ_REL);
 }
 
+void snap_memory_moved(const struct gm_snapshot_device *d, uint64_t bytes)
+{
+    struct gm_snapshot_packed *pk = (struct gm_snapshot_packed *)(uintptr_t)d->packed;
+    /* one taker per state (above): no other writer */
+    if (pk)
+        __atomic_store_n(&pk->moved, bytes, __ATOMIC_RELAXED);
+}
+
+uint64_t snap_memory_held(const struct gm_snapshot *snap)
+{
+    uint64_t moved = 0;
+    for (size_t i = 0; i < snap->n_devices; i++)
+        if (snap->devices[i].packed)
+            moved += __atomic_load_n(&snap->devices[i].packed->moved, __ATOMIC_RELAXED);
+    return moved < snap->memory_bytes ? snap->memory_bytes - moved : 0;
+}
+
 /* Event 'e' written at p against state *s (updated): the position after it.  The caller
  * keeps the state and the position in locals, which stores through p cannot change. */
 static GM_INLINE_ALWAYS uint8_t *encode(uint8_t *p, struct ev_state *s,

@@ -402,6 +402,8 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
         if (d->packed && d->packed->fold)
             snap_fold_finish(d->packed->fold, &impl->pub, d);
     }
+    /* what the consumers keep for after the load is the snapshot's */
+    impl->pub.memory_bytes += impl->consumers.used;
     *out = &impl->pub;
     return GM_OK;
 }

@@ -33,6 +33,8 @@ struct snap_impl {
     size_t n_traces;
     uint64_t *size_sums;    /* per device: the sizes of all its events summed (check_sizes) */
     uint64_t host_size_sum; /* the same for the host trace */
+    /* what the consumers of the load's traces hold together (snap_consumer_ops.open()) */
+    struct gm_budget consumers;
 };
 
 /* ---- input.c: what a snapshot is read from ---- */

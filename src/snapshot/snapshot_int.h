@@ -81,11 +81,15 @@ size_t snap_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_even
  * instead, with the same per-event code, so no result depends on which path ran. */
 struct gm_snapshot_packed;
 struct snap_consumer_ops {
-    /* The consumer of device 'index''s trace, holding at most 'limit' bytes (0: no limit),
-     * whose events go to packed trace 'pk', or NULL (none wanted; out of memory).  What it
-     * keeps for after the load it leaves in 'pk' (gm_snapshot_packed.fold for the
+    /* The consumer of device 'index''s trace, whose events go to packed trace 'pk', or NULL
+     * (none wanted; out of memory).  What it holds it charges to 'shared' (gm_budget.shared
+     * of its own budgets): the load's one budget for every consumer of every trace, a share
+     * of the snapshot's memory limit, whose bytes still held after the load count in
+     * gm_snapshot.memory_bytes; it gives them back when it lets go of them (abandon()).
+     * What it keeps for after the load it leaves in 'pk' (gm_snapshot_packed.fold for the
      * timeline's fold, .consumed for another), which gm_snapshot_free() releases. */
-    void *(*open)(void *ctx, uint32_t index, uint64_t limit, struct gm_snapshot_packed *pk);
+    void *(*open)(void *ctx, uint32_t index, struct gm_budget *shared,
+                  struct gm_snapshot_packed *pk);
     /* The trace's next 'n' events. */
     void (*events)(void *state, const struct gm_snapshot_event *ev, size_t n);
     /* No more events come: the trace is to be read after the load instead. */
@@ -106,6 +110,12 @@ struct gm_snapshot_consumer {
 /* The state a consumer of 'ops' left with device 'd''s trace, now the caller's (to
  * ops->release()), or NULL when none is there (none was made, or it was taken before). */
 void *snap_consumed_take(const struct gm_snapshot_device *d, const struct snap_consumer_ops *ops);
+
+/* The bytes 'snap' holds now: gm_snapshot.memory_bytes less those of the consumers' states
+ * taken since the load (snap_consumed_take()), which their takers count instead. */
+uint64_t snap_memory_held(const struct gm_snapshot *snap);
+/* The state taken from 'd' held 'bytes' (counted in memory_bytes): its taker counts them. */
+void snap_memory_moved(const struct gm_snapshot_device *d, uint64_t bytes);
 
 /* ---- the timeline folded into loading (timeline.c) ----
  * A fold takes a trace's events as the loader commits them (a consumer, above), then the
@@ -151,6 +161,7 @@ struct gm_snapshot_packed {
     /* what the caller's consumer kept of this trace (snap_consumed_take()), or NULL */
     void *consumed;
     const struct snap_consumer_ops *consumed_ops;
+    uint64_t moved; /* bytes of the consumed state, once taken (snap_memory_moved()) */
 };
 
 /* Packs the events of one trace as they are made (a growing gm_big array). */

@@ -61,7 +61,7 @@ struct addr_map {
 static void am_init(struct addr_map *m, const struct gm_snapshot *snap)
 {
     memset(m, 0, sizeof(*m));
-    m->budget = gm_budget_make(snap->memory_limit, snap->memory_bytes);
+    m->budget = gm_budget_make(snap->memory_limit, snap_memory_held(snap));
     gm_map_init(&m->map, &m->budget);
     m->free_head = AM_NONE;
 }
@@ -214,10 +214,8 @@ static enum gm_status list_live(const struct gm_snapshot *snap, const struct gm_
                 const struct pend *p = &m.recs[i];
                 if (p->ev == AM_EMPTY)
                     continue;
-                PUSH_LIVE(p->addr, p->bytes,
-                          p->extra && p->extra <= snap->n_extras ? snap->extras[p->extra - 1].stream
-                                                                 : 0,
-                          p->stack, p->ev);
+                PUSH_LIVE(p->addr, p->bytes, gm_snapshot_extra_stream(snap, p->extra), p->stack,
+                          p->ev);
             }
         }
         if (!(e = gm_snapshot_cursor_next(&c)))
@@ -228,11 +226,8 @@ static enum gm_status list_live(const struct gm_snapshot *snap, const struct gm_
             if (!am_set(&m, e, (int32_t)k, &old))
                 goto out_fail;
             if (old.ev != AM_EMPTY && k <= peak) /* displaced: alive to the end */
-                PUSH_LIVE(old.addr, old.bytes,
-                          old.extra && old.extra <= snap->n_extras
-                              ? snap->extras[old.extra - 1].stream
-                              : 0,
-                          old.stack, old.ev);
+                PUSH_LIVE(old.addr, old.bytes, gm_snapshot_extra_stream(snap, old.extra), old.stack,
+                          old.ev);
         } else if (e->action == GM_ACTION_FREE_COMPLETED) {
             struct pend old;
             if (!am_take(&m, e->addr, &old) && k > peak) /* alive from the start */
@@ -319,6 +314,7 @@ static void fold_init(struct snap_fold *f, struct gm_budget budget, bool keep_li
     f->sizes_agree = true;
 }
 
+/* Everything but the live list freed, and its bytes given back. */
 static void fold_drop(struct snap_fold *f)
 {
     am_release(&f->m);
@@ -329,6 +325,8 @@ static void fold_drop(struct snap_fold *f)
     f->displaced = f->unmatched = NULL;
     f->n_gone = f->cap_gone = f->n_displaced = f->cap_displaced = 0;
     f->n_unmatched = f->cap_unmatched = 0;
+    uint64_t live = gm_budget_bytes(f->cap_live, sizeof(*f->tl.live));
+    gm_budget_give(&f->m.budget, f->m.budget.used > live ? f->m.budget.used - live : 0);
 }
 
 void snap_fold_free(struct snap_fold *f)
@@ -343,6 +341,9 @@ void snap_fold_free(struct snap_fold *f)
 static void fold_give_up(struct snap_fold *f)
 {
     f->usable = false;
+    gm_free(f->tl.live);
+    f->tl.live = NULL;
+    f->tl.n_live = f->cap_live = 0;
     fold_drop(f);
 }
 
@@ -428,13 +429,17 @@ static GM_INLINE_ALWAYS bool fold_event(struct snap_fold *f, const struct gm_sna
     return true;
 }
 
-static void *fold_open(void *ctx, uint32_t index, uint64_t limit, struct gm_snapshot_packed *pk)
+static void *fold_open(void *ctx, uint32_t index, struct gm_budget *shared,
+                       struct gm_snapshot_packed *pk)
 {
     struct snap_fold *f = gm_malloc(sizeof(*f));
     (void)ctx;
     (void)index;
-    if (f)
-        fold_init(f, gm_budget_make(limit, 0), true);
+    if (f) {
+        struct gm_budget own = gm_budget_make(0, 0);
+        own.shared = shared;
+        fold_init(f, own, true);
+    }
     pk->fold = f;
     return f;
 }
@@ -477,7 +482,7 @@ static bool fold_live(struct snap_fold *f, const struct gm_snapshot *snap, const
         return false;
     l->addr = p->addr;
     l->bytes = p->bytes;
-    l->stream = p->extra && p->extra <= snap->n_extras ? snap->extras[p->extra - 1].stream : 0;
+    l->stream = gm_snapshot_extra_stream(snap, p->extra);
     l->stack = p->stack;
     l->alloc_event = p->ev;
     return true;
@@ -644,7 +649,7 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
 
     /* pass 1: the fold's rule over the trace, without the lists the live list needs (pass 3
      * makes that list), its map charged beside the memory the snapshot holds */
-    fold_init(&f, gm_budget_make(snap->memory_limit, snap->memory_bytes), false);
+    fold_init(&f, gm_budget_make(snap->memory_limit, snap_memory_held(snap)), false);
     gm_snapshot_cursor_init(&c, d, 0);
     while ((e = gm_snapshot_cursor_next(&c)) != NULL)
         if (!fold_event(&f, e, (int64_t)c.index)) {

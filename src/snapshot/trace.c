@@ -397,16 +397,17 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
  * timeline's fold among them; snapshot_int.h) in one loop each.  A writer's batches hold
  * 1000 entries; a longer one (a list of shared memo references, say) is written out
  * provisionally every FOLD_BATCH_MAX events, and the consumers are abandoned: their work
- * is done from the stored trace after the load.  The fold may hold at most this share of
- * the snapshot's memory limit (a file can describe huge numbers of allocations cheaply);
- * past it the timeline walks the trace, within the limit, as without a fold.  Every
- * consumer has the same share. */
+ * is done from the stored trace after the load.  The consumers of all traces together may
+ * hold at most this share of the snapshot's memory limit (a file can describe huge numbers
+ * of allocations cheaply), beside what the load holds; past it a consumer gives up and its
+ * work is done from the stored trace, within the limit, as without it. */
 #define FOLD_BATCH_MAX 4096
 #define FOLD_SHARE     8
 
 void snap_trace_consumers_init(struct builder *b, const struct gm_snapshot_consumer *caller)
 {
     b->n_consumers = 0;
+    b->impl->consumers = gm_budget_make(b->arena->cap / FOLD_SHARE, 0);
     if (!b->drop_events || b->fold_only)
         b->consumers[b->n_consumers++] = (struct gm_snapshot_consumer){&snap_fold_consumer, NULL};
     if (caller && !b->drop_events)
@@ -423,7 +424,7 @@ static struct stream *stream_of(struct builder *b, uint32_t index)
         /* a consumer that cannot be made (out of memory) leaves its work to the stored trace */
         for (size_t i = 0; i < b->n_consumers; i++)
             str->consumer[i] = b->consumers[i].ops->open(b->consumers[i].ctx, index,
-                                                         b->arena->cap / FOLD_SHARE, &str->w.pk);
+                                                         &b->impl->consumers, &str->w.pk);
     }
     return *sp;
 }

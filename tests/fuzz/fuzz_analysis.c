@@ -19,10 +19,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gm_analysis_opts ao = {.max_points = 7};
     memset(&o, 0, sizeof o);
     o.memory_limit = 64u << 20;
+    /* the first analysis takes the first pass made while loading, the later ones walk */
+    o.consumer = gm_analysis_first_pass_consumer();
     if (gm_snapshot_load_mem(data, size, &o, &s, &err) != GM_OK)
         return 0;
     if (gm_analysis_run(s, &ao, &an, &err) == GM_OK) {
         struct gm_analysis_diff *d = NULL;
+        struct gm_analysis *again = NULL;
+        /* the walk finds what the first pass found */
+        if (gm_analysis_run(s, &ao, &again, &err) == GM_OK) {
+            for (size_t i = 0; i < an->n_devices; i++) {
+                const struct gm_analysis_device *x = &an->devices[i], *y = &again->devices[i];
+                if (x->peak_bytes != y->peak_bytes || x->peak_phase != y->peak_phase ||
+                    x->n_allocs != y->n_allocs || x->n_phases != y->n_phases ||
+                    memcmp(x->at_peak, y->at_peak, sizeof(x->at_peak)) ||
+                    (x->n_allocs && memcmp(x->allocs, y->allocs, x->n_allocs * sizeof(*x->allocs))))
+                    __builtin_trap();
+            }
+            gm_analysis_free(again);
+        }
         for (size_t i = 0; i < an->n_devices; i++) {
             const struct gm_analysis_device *dev = &an->devices[i];
             uint64_t sum = 0;

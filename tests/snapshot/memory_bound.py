@@ -22,6 +22,11 @@ never a timing):
    distinct frames under --memory-limit 64MiB, and 40 MB of memo entries under the default
    limit (4 x the file + 256 MiB), stop with exit 65 at a peak RSS within 6 MiB of the limit
    beyond what the process holds before it reads anything.
+6. What an analysis keeps while the file is read (its first pass, the timeline's fold) is
+   held under the same limit, all devices together: an 8-device file of 10^5 allocations a
+   trace under --memory-limit 64MiB, `categories`, `leaks --json` and `oom --json` peak
+   within 6 MiB of the limit and `diff` of the file with itself within 6 MiB of twice the
+   limit, beyond what the process holds before it reads anything.
 
 RSS is measured by bench/measure (a small process of its own starts the command, so the
 figure is the command's, not Python's).
@@ -187,6 +192,28 @@ def main():
             else:
                 print("ok %s: exit 65, peak RSS %.1f MiB - %.1f MiB before reading, limit %.1f "
                       "MiB" % (name, rss / MiB, base_rss / MiB, limit / MiB))
+
+        # what the analyses keep while loading, every device's under the one limit
+        devices = os.path.join(tmp, "devices.pickle")
+        with open(devices, "wb") as f:
+            pickle.dump({"segments": [], "device_traces": [
+                [{"action": "alloc", "addr": 0x7f0000000000 + (d << 32) + 512 * i, "size": 512,
+                  "stream": 0, "time_us": 1700000000000000 + i, "frames": []}
+                 for i in range(100000)] for d in range(8)]}, f, protocol=4)
+        limit = 64 * MiB
+        for args, inputs in ((["categories"], 1), (["leaks", "--json"], 1),
+                             (["oom", "--json"], 1), (["diff", devices], 2)):
+            code, rss, err = measure([args[0], "--memory-limit", "64MiB", *args[1:], devices],
+                                     tmp)
+            if code != 0:
+                fail("8 devices %s: exit %d: %r" % (args[0], code, err[-300:]))
+            elif rss - base_rss > inputs * limit + 6 * MiB:
+                fail("8 devices %s: peak RSS %.1f MiB (%.1f MiB before reading), over %d x the "
+                     "limit of %.1f MiB by more than 6 MiB"
+                     % (args[0], rss / MiB, base_rss / MiB, inputs, limit / MiB))
+            else:
+                print("ok 8 devices %-10s peak RSS %.1f MiB - %.1f MiB before reading, limit %d "
+                      "x %.1f MiB" % (args[0], rss / MiB, base_rss / MiB, inputs, limit / MiB))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d failures" % fails)

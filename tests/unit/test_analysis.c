@@ -18,6 +18,7 @@
 #include "gpumem/example.h"
 #include "gpumem/internal/alloc_hooks.h"
 #include "gpumem/lod.h"
+#include "gpumem/pickle_write.h"
 #include "gpumem/report.h"
 #include "snapshot/snapshot_int.h"
 #include "testdata.h"
@@ -2046,7 +2047,7 @@ static void test_diff_analysis_of_real_files_equals_the_full_one(void **state)
     each_real_snapshot(diff_analysis_agrees_file);
 }
 
-/* ---- the first pass done while loading (gm_analysis_first_pass()) ---- */
+/* ---- the first pass done while loading (gm_analysis_first_pass_consumer()) ---- */
 
 /* The documents (with the series when 'series') and the allocations of two analyses are
  * the same bytes. */
@@ -2092,7 +2093,7 @@ static void first_pass_agrees(const char *buf, size_t len, const char *name)
     struct gm_snapshot_opts with;
     struct gm_error err;
     memset(&with, 0, sizeof(with));
-    with.consumer = gm_analysis_first_pass();
+    with.consumer = gm_analysis_first_pass_consumer();
     for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
         struct gm_snapshot *plain, *fed;
         struct gm_analysis *a, *b, *c;
@@ -2152,6 +2153,218 @@ static void test_first_pass_on_real_files_equals_the_walk(void **state)
 {
     (void)state;
     each_real_snapshot(first_pass_agrees_file);
+}
+
+/* A trace for the first pass's own cases: allocations on the default stream and two others,
+ * events with and without frames, inside and outside two Optimizer.step# ranges (the raw
+ * phase of a frameless event there is the step's, by its time), every allocation freed in
+ * the order made. */
+static void write_streams_and_steps(char **buf, size_t *len)
+{
+    enum { N = 1500 };
+    static const struct {
+        const char *stage;
+        int64_t time_us;
+    } marks[] = {{"START", 5000}, {"END", 9000}, {"START", 20000}, {"END", 25000}};
+    struct gm_pickle_writer *w;
+    struct gm_error err;
+    FILE *f = open_memstream(buf, len);
+    assert_non_null(f);
+    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
+    gm_pickle_dict_begin(w, 3);
+    gm_pickle_str(w, "segments");
+    gm_pickle_list_begin(w, 0);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "device_traces");
+    gm_pickle_list_begin(w, 1);
+    gm_pickle_list_begin(w, 2 * N);
+    for (int i = 0; i < 2 * N; i++) {
+        int a = i % N;
+        gm_pickle_dict_begin(w, 6);
+        gm_pickle_str(w, "action");
+        gm_pickle_str(w, i < N ? "alloc" : "free_completed");
+        gm_pickle_str(w, "addr");
+        gm_pickle_uint(w, 0x7f0000000000u + 4096u * (uint64_t)a);
+        gm_pickle_str(w, "size");
+        gm_pickle_uint(w, 512u + (uint64_t)a);
+        gm_pickle_str(w, "stream");
+        gm_pickle_uint(w, a % 3 ? 0x5000u + (uint64_t)(a % 3) : 0);
+        gm_pickle_str(w, "time_us");
+        gm_pickle_int(w, 1000 + 10 * (int64_t)i);
+        gm_pickle_str(w, "frames");
+        gm_pickle_list_begin(w, a % 4 ? 0 : 1);
+        if (a % 4 == 0) {
+            gm_pickle_dict_begin(w, 3);
+            gm_pickle_str(w, "filename");
+            gm_pickle_str(w, "train.py");
+            gm_pickle_str(w, "line");
+            gm_pickle_int(w, 10 + a % 7);
+            gm_pickle_str(w, "name");
+            gm_pickle_str(w, "forward");
+            gm_pickle_dict_end(w);
+        }
+        gm_pickle_list_end(w);
+        gm_pickle_dict_end(w);
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "external_annotations");
+    gm_pickle_list_begin(w, sizeof(marks) / sizeof(marks[0]));
+    for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+        gm_pickle_dict_begin(w, 4);
+        gm_pickle_str(w, "device");
+        gm_pickle_int(w, 0);
+        gm_pickle_str(w, "name");
+        gm_pickle_str(w, "Optimizer.step#SGD.step");
+        gm_pickle_str(w, "stage");
+        gm_pickle_str(w, marks[i].stage);
+        gm_pickle_str(w, "time_us");
+        gm_pickle_int(w, marks[i].time_us);
+        gm_pickle_dict_end(w);
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The analysis of 'buf' loaded under 'limit' (0: the default) into *snap, with the first
+ * pass or without, its report page in *html (the caller's), and how many devices' first pass
+ * it took from the load. */
+static struct gm_analysis *analyse_loaded(const char *buf, size_t len, uint64_t limit, bool first,
+                                          struct gm_snapshot **snap, char **html, size_t *taken)
+{
+    struct gm_snapshot_opts o;
+    struct gm_analysis *an;
+    struct gm_error err;
+    size_t n;
+    FILE *f;
+    memset(&o, 0, sizeof(o));
+    o.memory_limit = limit;
+    o.consumer = first ? gm_analysis_first_pass_consumer() : NULL;
+    assert_int_equal(gm_snapshot_load_mem(buf, len, &o, snap, &err), GM_OK);
+    assert_int_equal(gm_analysis_run(*snap, NULL, &an, &err), GM_OK);
+    *taken = ((const struct ana_priv *)an->priv_)->n_first_pass_taken;
+    assert_non_null(f = open_memstream(html, &n));
+    assert_int_equal(gm_report_html(f, *snap, an, NULL, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+    return an;
+}
+
+/* On streams, frameless events in step ranges and frees, the first pass made while loading is
+ * the one the analysis uses, and its results (documents and report page) are the walk's; under
+ * a memory limit too small for it the analysis walks, with the same results. */
+static void test_first_pass_used_on_streams_and_step_ranges(void **state)
+{
+    /* the default, and 4 MiB, leave the first pass room; under 1 MiB its eighth (128 KiB)
+     * cannot hold the 1500 allocations' records, the map and the times */
+    static const struct {
+        uint64_t limit;
+        size_t taken;
+    } cases[] = {{0, 1}, {4 << 20, 1}, {1 << 20, 0}};
+    char *buf;
+    size_t len;
+    (void)state;
+    write_streams_and_steps(&buf, &len);
+    first_pass_agrees(buf, len, "streams and step ranges");
+    for (size_t l = 0; l < sizeof(cases) / sizeof(cases[0]); l++) {
+        char *ha, *hb;
+        size_t ta, tb;
+        struct gm_snapshot *sa, *sb;
+        struct gm_analysis *a = analyse_loaded(buf, len, cases[l].limit, false, &sa, &ha, &ta);
+        struct gm_analysis *b = analyse_loaded(buf, len, cases[l].limit, true, &sb, &hb, &tb);
+        assert_int_equal(ta, 0);
+        assert_int_equal(tb, cases[l].taken);
+        /* what the case is about: allocations on other streams, the steps' phases */
+        assert_int_equal(a->devices[0].n_allocs, 1500);
+        assert_int_equal(a->devices[0].allocs[1].stream, 0x5001);
+        assert_true(a->devices[0].n_phases > 1);
+        analyses_equal(a, b, true, "streams and step ranges");
+        if (strcmp(ha, hb))
+            fail_msg("the report page differs with the first pass (limit %llu)",
+                     (unsigned long long)cases[l].limit);
+        free(ha);
+        free(hb);
+        gm_analysis_free(a);
+        gm_analysis_free(b);
+        gm_snapshot_free(sa);
+        gm_snapshot_free(sb);
+    }
+    free(buf);
+}
+
+/* Pickle opcodes for write_long_batch(), protocol 2 (pickletools names). */
+static void op_str(FILE *f, const char *s)
+{
+    uint32_t n = (uint32_t)strlen(s);
+    fputc('X', f); /* BINUNICODE */
+    for (int i = 0; i < 4; i++)
+        fputc((int)(n >> (8 * i)) & 0xff, f);
+    fputs(s, f);
+}
+
+static void op_uint(FILE *f, uint64_t v)
+{
+    fputc(0x8a, f); /* LONG1: 8 bytes, little-endian (v below 2^63) */
+    fputc(8, f);
+    for (int i = 0; i < 8; i++)
+        fputc((int)(v >> (8 * i)) & 0xff, f);
+}
+
+/* One device trace of 2 x 'n' events (allocations, then their frees) appended in one batch
+ * (MARK ... APPENDS), as a writer other than CPython's may write it: the loader hands its
+ * consumers no events of a batch longer than it buffers. */
+static void write_long_batch(char **buf, size_t *len, int n)
+{
+    FILE *f = open_memstream(buf, len);
+    assert_non_null(f);
+    fputs("\x80\x02}(", f); /* PROTO 2, EMPTY_DICT, MARK */
+    op_str(f, "segments");
+    fputc(']', f);
+    op_str(f, "device_traces");
+    fputs("]](", f); /* the list of traces, the trace, MARK for APPENDS */
+    for (int i = 0; i < 2 * n; i++) {
+        fputs("}(", f);
+        op_str(f, "action");
+        op_str(f, i < n ? "alloc" : "free_completed");
+        op_str(f, "addr");
+        op_uint(f, 0x7f0000000000u + 4096u * (uint64_t)(i % n));
+        op_str(f, "size");
+        op_uint(f, 512u + (uint64_t)(i % n));
+        op_str(f, "stream");
+        op_uint(f, (i % n) % 3 ? 0x5000u : 0);
+        op_str(f, "time_us");
+        op_uint(f, 1000u + 10u * (uint64_t)i);
+        op_str(f, "frames");
+        fputs("]u", f); /* EMPTY_LIST, SETITEMS */
+    }
+    fputs("eau.", f); /* APPENDS, APPEND (the trace to the list), SETITEMS, STOP */
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A batch longer than the loader buffers ends its consumers: the analysis walks the trace,
+ * with the same results. */
+static void test_first_pass_after_a_long_batch_is_the_walk(void **state)
+{
+    char *buf, *ha, *hb;
+    size_t len, ta, tb;
+    struct gm_snapshot *sa, *sb;
+    struct gm_analysis *a, *b;
+    (void)state;
+    write_long_batch(&buf, &len, 3000);
+    a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
+    b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
+    assert_int_equal(a->devices[0].n_allocs, 3000);
+    assert_int_equal(tb, 0);
+    analyses_equal(a, b, true, "a long batch");
+    assert_string_equal(ha, hb);
+    free(ha);
+    free(hb);
+    gm_analysis_free(a);
+    gm_analysis_free(b);
+    gm_snapshot_free(sa);
+    gm_snapshot_free(sb);
+    free(buf);
 }
 
 /* The rank a file's name carries, by the names launchers and trainers write. */
@@ -2469,6 +2682,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_diff_only_analysis_is_refused_where_the_whole_is_needed),
     cmocka_unit_test(test_analysis_without_series_keeps_the_figures),
     cmocka_unit_test(test_first_pass_while_loading_equals_the_walk),
+    cmocka_unit_test(test_first_pass_used_on_streams_and_step_ranges),
+    cmocka_unit_test(test_first_pass_after_a_long_batch_is_the_walk),
 };
 
 /* real snapshots */
