@@ -29,16 +29,16 @@
 #define MAX_SETS  4
 #define MAX_TRIED 48
 
-/* Settings one change makes, as typed values by setting id, and the one it takes back
- * (--qlora replaces --lora). */
+/* Settings one change makes, as typed values by setting id, and those it takes back
+ * (--qlora replaces --lora; --fsdp replaces --zero and DeepSpeed's own bucket settings). */
 struct change {
     size_t n;
     struct {
         enum est_setting id;
         union gm_job_value v;
     } set[MAX_SETS];
-    bool has_unset;
-    enum est_setting unset;
+    size_t n_unset;
+    enum est_setting unset[3];
 };
 
 struct sugg_ctx {
@@ -77,6 +77,13 @@ static void put_number(struct change *c, enum est_setting id, double number)
     put(c, id, (union gm_job_value){.number = number});
 }
 
+/* A setting of the job that the change takes back (as if never given). */
+static void put_unset(struct change *c, enum est_setting id)
+{
+    if (c->n_unset < sizeof c->unset / sizeof c->unset[0])
+        c->unset[c->n_unset++] = id;
+}
+
 static void put_flag(struct change *c, enum est_setting id)
 {
     put(c, id, (union gm_job_value){.flag = true});
@@ -92,8 +99,8 @@ static void put_text(struct change *c, enum est_setting id, const char *text)
 static bool apply(const struct gm_job *job, const struct change *c, struct gm_job *out)
 {
     *out = *job;
-    if (c->has_unset)
-        est_job_mark(out, c->unset, false);
+    for (size_t i = 0; i < c->n_unset; i++)
+        est_job_mark(out, c->unset[i], false);
     for (size_t i = 0; i < c->n; i++)
         if (est_job_put(out, c->set[i].id, &c->set[i].v, NULL) != GM_OK)
             return false;
@@ -316,8 +323,7 @@ static bool c_qlora(const struct sugg_ctx *sx, struct change *c)
         sx->job->memory.adapter == GM_ADAPTER_QLORA)
         return false;
     put_flag(c, EST_SET_QLORA);
-    c->has_unset = true;
-    c->unset = EST_SET_LORA;
+    put_unset(c, EST_SET_LORA);
     return true;
 }
 
@@ -404,8 +410,9 @@ static bool c_fsdp(const struct sugg_ctx *sx, struct change *c)
     put_flag(c, EST_SET_FSDP);
     if (!on_stack(sx->job, HF)) /* torchtune and torchtitan shard with fully_shard */
         put_choice(c, EST_SET_FSDP_VERSION, 2);
-    c->has_unset = true;
-    c->unset = EST_SET_ZERO;
+    put_unset(c, EST_SET_ZERO);
+    put_unset(c, EST_SET_ZERO_OVERLAP_COMM);
+    put_unset(c, EST_SET_BUCKET_ELEMENTS);
     return true;
 }
 
@@ -616,8 +623,7 @@ static bool c_larger_gpu(const struct sugg_ctx *sx, struct change *c)
         if (g->memory_bytes <= j->gpu.memory_bytes)
             continue;
         put_text(&t, EST_SET_GPU, g->name);
-        t.has_unset = true;
-        t.unset = EST_SET_GPU_MEMORY;
+        put_unset(&t, EST_SET_GPU_MEMORY);
         if (apply(j, &t, &a) && est_run_point(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             *c = t;

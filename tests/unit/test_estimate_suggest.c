@@ -218,6 +218,31 @@ static void test_finetune_gpus(void **state)
     check_order_and_replay(&j);
 }
 
+/* A ZeRO-1 job given DeepSpeed's own bucket settings: the FSDP suggestion takes them back with
+ * --zero (FSDP refuses them), so it is still offered, fits, and is the job it says. */
+static void test_fsdp_replaces_deepspeed_settings(void **state)
+{
+    struct gm_job j;
+    const struct gm_est_suggestion *s;
+    (void)state;
+    finetune_8b(&j, "8", "1");
+    set(&j, "gpu", "A100-40GB");
+    set(&j, "zero", "1");
+    set(&j, "bucket-elements", "200000000");
+    set(&j, "zero-overlap-comm", NULL);
+    suggest(&j);
+    s = with("--fsdp");
+    if (!s)
+        fail_msg("no --fsdp suggestion for a ZeRO-1 job with bucket settings");
+    assert_true(s->fits);
+    assert_null(strstr(s->change, "--zero"));
+    /* the job the suggestion stands for: the same one with --fsdp in place of the ZeRO
+     * settings, as the user would type it */
+    finetune_8b(&j, "8", "1");
+    set(&j, "gpu", "A100-40GB");
+    replay(&j, s);
+}
+
 /* One GPU: no sharding over data-parallel ranks, but adapters and offload. */
 static void test_finetune_one_gpu(void **state)
 {
@@ -432,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_vllm_70b_tp1),
         cmocka_unit_test(test_suggestions_follow_the_gpu),
         cmocka_unit_test(test_finetune_gpus),
+        cmocka_unit_test(test_fsdp_replaces_deepspeed_settings),
         cmocka_unit_test(test_finetune_one_gpu),
         cmocka_unit_test(test_nothing_fits),
         cmocka_unit_test(test_report_json),
