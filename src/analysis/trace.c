@@ -223,6 +223,24 @@ static inline void show_stack(struct gm_outbuf *o, struct cache *c, uint32_t sta
         write_stack(o, c, stack);
 }
 
+/* The end of an NDJSON line from its reserved bytes on ({"reserved_bytes"[, "pool_id"], the
+ * extra's keys, "stack"[, "forward_stack"]}): the same for runs of events (one stack, one
+ * extra, the reserved total unchanged), so it is kept as text and copied whole while they
+ * stay the same; one longer than TAIL_MAX is made anew each time. */
+#define TAIL_MAX 128
+struct json_tail {
+    bool valid; /* s holds the tail of the fields below */
+    bool pool;  /* the line has "pool_id" */
+    uint32_t stack, extra;
+    uint64_t reserved;
+    uint8_t n; /* bytes of s */
+    char s[TAIL_MAX];
+};
+
+/* The slots of the size field: a training loop's few sizes come round again and again,
+ * so each size has its text kept in the slot its value hashes to. */
+#define SIZE_SLOTS 16
+
 /* What the NDJSON lines of one device repeat: the start of every line, each action's name
  * as a JSON string, and the digits each number field wrote last (gm_fmt_u64_memo). */
 struct json_line {
@@ -231,8 +249,9 @@ struct json_line {
     char action[GM_ACTION_COUNT + 1][24]; /* "name" of each action, the last: "other" */
     uint8_t n_action[GM_ACTION_COUNT + 1];
     /* each number field with its key before it (",\"size\":"); the index has none */
-    struct gm_fmt_memo index, addr, device_free, size, stream, time, allocated, reserved, stack,
-        fwd;
+    struct gm_fmt_memo index, addr, device_free, stream, time, allocated, reserved, stack, fwd;
+    struct gm_fmt_memo size[SIZE_SLOTS];
+    struct json_tail tail;
 };
 
 /* Room for one line's own fields (each number GM_FMT_MEMO_ROOM), the longest name or keys
@@ -272,7 +291,6 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     } memos[] = {{&jl->index, ""},
                  {&jl->addr, ",\"addr\":"},
                  {&jl->device_free, ",\"device_free\":"},
-                 {&jl->size, ",\"size\":"},
                  {&jl->stream, ",\"stream\":"},
                  {&jl->time, ",\"time_us\":"},
                  {&jl->allocated, ",\"allocated_bytes\":"},
@@ -282,6 +300,8 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     memset(jl, 0, sizeof(*jl));
     for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++)
         gm_fmt_memo_init(memos[i].m, memos[i].key);
+    for (size_t i = 0; i < SIZE_SLOTS; i++)
+        gm_fmt_memo_init(&jl->size[i], ",\"size\":");
     p = gm_fmt_lit(jl->head, "{\"device\":");
     p = gm_fmt_i64(p, d->index);
     p = gm_fmt_lit(p, ",\"index\":");
@@ -305,20 +325,33 @@ static inline unsigned action_slot(unsigned a)
     return a < GM_ACTION_COUNT ? a : GM_ACTION_COUNT;
 }
 
+/* The slot of 'size' (a multiplicative hash: sizes are multiples of powers of two). */
+static inline unsigned size_slot(uint64_t size)
+{
+    return (unsigned)((size * UINT64_C(0x9E3779B97F4A7C15)) >> 60) & (SIZE_SLOTS - 1);
+}
+
 static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl, size_t k,
                        const struct gm_snapshot_event *e, const struct snap_walk_totals *tl)
 {
     const struct gm_snapshot *snap = c->snap;
     const struct gm_snapshot_event_extra *x = NULL;
     const struct xtext *t = NULL;
-    char *p;
+    struct json_tail *tc = &jl->tail;
+    bool pool, same;
+    char *p, *tail;
     if (e->extra && e->extra <= snap->n_extras) {
         x = &snap->extras[e->extra - 1];
         t = extra_of(c, e->extra, true);
     }
-    show_stack(o, c, e->stack);
-    if (x)
-        show_stack(o, c, x->forward_stack);
+    pool = (e->flags & GM_EVENT_HAS_POOL_ID) && x;
+    same = tc->valid && e->stack == tc->stack && e->extra == tc->extra;
+    if (!same) {
+        /* the stacks of the line before were shown already */
+        show_stack(o, c, e->stack);
+        if (x)
+            show_stack(o, c, x->forward_stack);
+    }
     /* the names and keys come from the file, of any length: the short ones in the line's
      * room */
     p = gm_outbuf_reserve(o, LINE_RESERVE);
@@ -337,7 +370,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         p = gm_fmt_u64_memo(p, e->addr, &jl->device_free);
     else if (e->flags & GM_EVENT_HAS_ADDR)
         p = gm_fmt_u64_memo(p, e->addr, &jl->addr);
-    p = gm_fmt_u64_memo(p, e->size, &jl->size);
+    p = gm_fmt_u64_memo(p, e->size, &jl->size[size_slot(e->size)]);
     p = gm_fmt_u64_memo(p, x ? x->stream : 0, &jl->stream);
     if (!(e->flags & GM_EVENT_HAS_TIME)) {
         p = gm_fmt_lit(p, ",\"time_us\":null");
@@ -348,15 +381,25 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         p = gm_fmt_i64(p, e->time_us);
     }
     p = gm_fmt_u64_memo(p, tl->allocated, &jl->allocated);
+    if (same && tl->reserved == tc->reserved && pool == tc->pool) {
+        memcpy(p, tc->s, TAIL_MAX);
+        p += tc->n;
+        gm_outbuf_commit(o, p);
+        return;
+    }
+    tail = p;
     p = gm_fmt_u64_memo(p, tl->reserved, &jl->reserved);
-    if ((e->flags & GM_EVENT_HAS_POOL_ID) && x) {
+    if (pool) {
         p = gm_fmt_lit(p, ",\"pool_id\":[");
         p = gm_fmt_i64(p, x->pool_id[0]);
         *p++ = ',';
         p = gm_fmt_i64(p, x->pool_id[1]);
         *p++ = ']';
     }
+    tc->valid = false;
     if (t && t->n_keys) {
+        if (t->n_keys > TAIL_MAX)
+            tail = NULL; /* put_text() may move the line */
         *p++ = ',';
         p = put_text(o, p, t->keys, t->n_keys);
     }
@@ -364,6 +407,15 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     if (x && x->forward_stack)
         p = gm_fmt_u64_memo(p, x->forward_stack, &jl->fwd);
     p = gm_fmt_lit(p, "}\n");
+    if (tail && p - tail <= TAIL_MAX) {
+        tc->valid = true;
+        tc->pool = pool;
+        tc->stack = e->stack;
+        tc->extra = e->extra;
+        tc->reserved = tl->reserved;
+        tc->n = (uint8_t)(p - tail);
+        memcpy(tc->s, tail, tc->n);
+    }
     gm_outbuf_commit(o, p);
 }
 

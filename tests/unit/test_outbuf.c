@@ -143,8 +143,8 @@ static void test_ints(void **state)
 }
 
 /* The memo writes its key and what printf writes for a field's values in sequence, by each
- * of its routes (the same value, one more, the same digits above the last eight, anew), and
- * nothing past its room. */
+ * of its routes (the same value, one more, the same digits above the last eight, or above
+ * the last nine or ten, anew), and nothing past its room. */
 static void check_memo(struct gm_fmt_memo *m, const char *key, uint64_t v)
 {
     char want[64], got[2 * GM_FMT_MEMO_ROOM], *end;
@@ -189,6 +189,29 @@ static void test_memo(void **state)
             check_memo(&m, key, k);
         check_memo(&m, key, UINT64_MAX);
         check_memo(&m, key, 1);
+        /* steps of a few 10^8 either way that keep the digits above the last nine or ten
+         * (the wide span) or leave them, from numbers of every length from nine digits, and
+         * near 2^64 where a span would reach past it */
+        for (uint64_t p10 = 100000000u; p10 <= UINT64_C(10000000000000000000); p10 *= 10) {
+            static const int64_t steps[] = {300000001, -200000007, 9, 700000000, -1,
+                                            2500000000, -900000000, 100000000};
+            v = p10 + 123456789u;
+            check_memo(&m, key, v);
+            for (int r = 0; r < 40; r++) {
+                v += (uint64_t)steps[r % 8];
+                check_memo(&m, key, v);
+            }
+            if (p10 > UINT64_MAX / 10)
+                break;
+        }
+        for (uint64_t k = UINT64_MAX - UINT64_C(12000000000); k < UINT64_MAX - 1000000000u;
+             k += 700000001u) {
+            check_memo(&m, key, k);
+            check_memo(&m, key, k - UINT64_MAX / 2);
+            check_memo(&m, key, k);
+            check_memo(&m, key, k + 100000000u);
+        }
+        check_memo(&m, key, 5);
         /* a random walk: mostly small steps either way, now and then a jump of any size */
         for (int i = 0; i < (ki ? 300000 : 2000000); i++) {
             uint64_t r = rnd();
