@@ -246,6 +246,12 @@ struct json_tail {
 struct json_line {
     char head[32]; /* {"device":N,"index": (N an int32_t: at most 32 bytes) */
     size_t n_head;
+    bool index_has_head; /* the index memo's key is the head */
+    /* the extra of the line before, and what is made of it */
+    bool extra_known;
+    uint32_t extra_id;
+    const struct gm_snapshot_event_extra *x;
+    const struct xtext *t;
     char action[GM_ACTION_COUNT + 1][24]; /* "name" of each action, the last: "other" */
     uint8_t n_action[GM_ACTION_COUNT + 1];
     /* each number field with its key before it (",\"size\":"); the index has none */
@@ -306,6 +312,12 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     p = gm_fmt_i64(p, d->index);
     p = gm_fmt_lit(p, ",\"index\":");
     jl->n_head = (size_t)(p - jl->head);
+    /* the start of the line as the index's key, where it fits one */
+    if (jl->n_head <= GM_FMT_KEY_MAX) {
+        *p = '\0';
+        gm_fmt_memo_init(&jl->index, jl->head);
+        jl->index_has_head = true;
+    }
     for (unsigned a = 0; a <= GM_ACTION_COUNT; a++) {
         const char *an = gm_snapshot_action_name((enum gm_snapshot_action)a);
         size_t n = strlen(an);
@@ -340,10 +352,19 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     struct json_tail *tc = &jl->tail;
     bool pool, same;
     char *p, *tail;
-    if (e->extra && e->extra <= snap->n_extras) {
-        x = &snap->extras[e->extra - 1];
-        t = extra_of(c, e->extra, true);
+    if (e->extra != jl->extra_id || !jl->extra_known) {
+        /* runs of events share their extra: it is looked up once a run */
+        jl->x = NULL;
+        jl->t = NULL;
+        if (e->extra && e->extra <= snap->n_extras) {
+            jl->x = &snap->extras[e->extra - 1];
+            jl->t = extra_of(c, e->extra, true);
+        }
+        jl->extra_id = e->extra;
+        jl->extra_known = true;
     }
+    x = jl->x;
+    t = jl->t;
     pool = (e->flags & GM_EVENT_HAS_POOL_ID) && x;
     same = tc->valid && e->stack == tc->stack && e->extra == tc->extra;
     if (!same) {
@@ -355,8 +376,10 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     /* the names and keys come from the file, of any length: the short ones in the line's
      * room */
     p = gm_outbuf_reserve(o, LINE_RESERVE);
-    memcpy(p, jl->head, sizeof(jl->head));
-    p += jl->n_head;
+    if (!jl->index_has_head) {
+        memcpy(p, jl->head, sizeof(jl->head));
+        p += jl->n_head;
+    }
     p = gm_fmt_u64_memo(p, k, &jl->index);
     p = gm_fmt_lit(p, ",\"action\":");
     if (t && t->name) {
