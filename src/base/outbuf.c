@@ -208,8 +208,8 @@ char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
         /* the wide span: ten digits below eleven or more, nine below ten; none where it
          * would reach past 2^64 (v - wide_base would wrap into it) */
         if (v >= UINT64_C(1000000000)) {
-            m->wide_span = v >= UINT64_C(10000000000) ? UINT64_C(10000000000)
-                                                      : UINT64_C(1000000000);
+            m->wide_span =
+                v >= UINT64_C(10000000000) ? UINT64_C(10000000000) : UINT64_C(1000000000);
             m->wide_base = v - v % m->wide_span;
             if (m->wide_base > UINT64_MAX - (m->wide_span - 1))
                 m->wide_span = 0;

@@ -193,8 +193,8 @@ static void test_memo(void **state)
          * (the wide span) or leave them, from numbers of every length from nine digits, and
          * near 2^64 where a span would reach past it */
         for (uint64_t p10 = 100000000u; p10 <= UINT64_C(10000000000000000000); p10 *= 10) {
-            static const int64_t steps[] = {300000001, -200000007, 9, 700000000, -1,
-                                            2500000000, -900000000, 100000000};
+            static const int64_t steps[] = {300000001, -200000007, 9,          700000000,
+                                            -1,        2500000000, -900000000, 100000000};
             v = p10 + 123456789u;
             check_memo(&m, key, v);
             for (int r = 0; r < 40; r++) {
