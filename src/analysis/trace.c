@@ -39,6 +39,17 @@ struct ftext {
     size_t n;
 };
 
+/* A byte count in its text column (gm_fmt_iec(), width 11), kept for the next time the
+ * same count comes: a training loop's sizes and totals come round again.  gm_fmt_iec()
+ * writes at most 16 + 11 bytes. */
+#define IEC_SLOTS 64
+#define IEC_ROOM  32
+struct iec_text {
+    uint64_t v;
+    uint8_t n; /* bytes of s; 0: empty */
+    char s[IEC_ROOM];
+};
+
 /* What is made once per stack and per extra. */
 struct cache {
     const struct gm_snapshot *snap;
@@ -49,7 +60,20 @@ struct cache {
     /* text: each action's name in its column (padded to 15, as gm_fmt_left() pads) */
     char action_col[GM_ACTION_COUNT + 1][32];
     uint8_t n_action_col[GM_ACTION_COUNT + 1];
+    struct iec_text *iec; /* text: IEC_SLOTS byte counts in their column */
 };
+
+/* gm_fmt_iec(p, v, 11) by way of the slot of v. */
+static inline char *put_iec(struct cache *c, char *p, uint64_t v)
+{
+    struct iec_text *t = &c->iec[(v * UINT64_C(0x9E3779B97F4A7C15)) >> 58];
+    if (t->v != v || !t->n) {
+        t->n = (uint8_t)(gm_fmt_iec(t->s, v, 11) - t->s);
+        t->v = v;
+    }
+    memcpy(p, t->s, IEC_ROOM);
+    return p + t->n;
+}
 
 static const struct ftext *frame_text(struct cache *c, uint32_t stack)
 {
@@ -474,9 +498,9 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         p = gm_fmt_hex(p, e->addr, 14);
         *p++ = ' ';
     }
-    p = gm_fmt_iec(p, e->size, 11);
+    p = put_iec(c, p, e->size);
     p = gm_fmt_lit(p, "  total ");
-    p = gm_fmt_iec(p, tl->allocated, 11);
+    p = put_iec(c, p, tl->allocated);
     if (x && x->stream) {
         p = gm_fmt_lit(p, "  stream 0x");
         p = gm_fmt_hex(p, x->stream, 1);
@@ -517,6 +541,7 @@ static void cache_release(struct cache *c)
     gm_free(c->frame);
     gm_free(c->extra);
     gm_free(c->shown);
+    gm_free(c->iec);
 }
 
 /* One device: a line before and after its events in text. */
@@ -607,8 +632,9 @@ enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
     c.frame = gm_calloc(snap->n_stacks + 1, sizeof(*c.frame));
     c.shown = gm_calloc(snap->n_stacks + 1, 1);
     c.extra = gm_calloc(snap->n_extras + 1, sizeof(*c.extra));
+    c.iec = gm_calloc(IEC_SLOTS, sizeof(*c.iec));
     o = gm_malloc(sizeof(*o));
-    if (!c.frame || !c.shown || !c.extra || !o) {
+    if (!c.frame || !c.shown || !c.extra || !c.iec || !o) {
         cache_release(&c);
         gm_free(o);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
