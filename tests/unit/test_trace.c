@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* test_trace.c - unit tests of the NDJSON trace (src/analysis/trace.c): every event line is
- * what printf writes for the event, its extra and the walk's totals after it, whatever the
- * writer keeps from the line before (the end of a line kept as text while stack, extra,
- * pool flag and reserved total stay; the sizes' slots; the memos' spans of digits), and each
- * stack's frames line comes before the first event that names it. */
+/* test_trace.c - unit tests of the trace writer (src/analysis/trace.c): every NDJSON event
+ * line is what printf writes for the event, its extra and the walk's totals after it,
+ * whatever the writer keeps from the line before (the end of a line kept as text while
+ * stack, extra, pool flag and reserved total stay; the sizes' slots; the memos' spans of
+ * digits), and each stack's frames line comes before the first event that names it; in
+ * text, the size and total columns are gm_format_bytes() of them (kept in slots by value). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 
 #include "gpumem/analysis.h"
 #include "gpumem/snapshot.h"
+#include "gpumem/units.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -156,23 +158,17 @@ static long stack_line(const char *line)
     return strtol(line + strlen(key), NULL, 10);
 }
 
-static void test_ndjson_lines_are_printf_of_the_events(void **state)
+static struct gm_snapshot_event ev0[N_EVENTS], ev1[N_EVENTS / 3];
+
+/* Two devices' traces (build()) in 'snap'. */
+static void make_snapshot(struct gm_snapshot *snap, struct gm_snapshot_device *devs)
 {
-    static struct gm_snapshot_event ev0[N_EVENTS], ev1[N_EVENTS / 3];
-    struct gm_snapshot snap;
-    struct gm_snapshot_device devs[2];
-    struct gm_analysis_trace_opts opts = {-1, 0, UINT64_MAX, GM_TRACE_NDJSON};
-    struct gm_error err;
-    char *buf = NULL, *line, *save = NULL, want[1024];
-    size_t len = 0, n_lines = 0;
-    bool shown[N_STACKS] = {false};
-    FILE *f;
-    (void)state;
+    rng = 88172645463325252u;
     memset(long_meta, 'm', sizeof(long_meta) - 1);
     build(ev0, N_EVENTS);
     build(ev1, N_EVENTS / 3);
-    memset(&snap, 0, sizeof(snap));
-    memset(devs, 0, sizeof(devs));
+    memset(snap, 0, sizeof(*snap));
+    memset(devs, 0, 2 * sizeof(*devs));
     devs[0].index = 0;
     devs[0].events = ev0;
     devs[0].n_events = N_EVENTS;
@@ -181,22 +177,43 @@ static void test_ndjson_lines_are_printf_of_the_events(void **state)
     devs[1].n_events = N_EVENTS / 3;
     for (int i = 0; i < 2; i++)
         devs[i].has_trace = true;
-    snap.gen = GM_SNAPSHOT_GEN_G7;
-    snap.devices = devs;
-    snap.n_devices = 2;
-    snap.n_events = devs[0].n_events + devs[1].n_events;
-    snap.frames = frames;
-    snap.n_frames = sizeof(frames) / sizeof(frames[0]);
-    snap.stacks = stacks;
-    snap.n_stacks = N_STACKS;
-    snap.extras = extras;
-    snap.n_extras = N_EXTRAS;
+    snap->gen = GM_SNAPSHOT_GEN_G7;
+    snap->devices = devs;
+    snap->n_devices = 2;
+    snap->n_events = devs[0].n_events + devs[1].n_events;
+    snap->frames = frames;
+    snap->n_frames = sizeof(frames) / sizeof(frames[0]);
+    snap->stacks = stacks;
+    snap->n_stacks = N_STACKS;
+    snap->extras = extras;
+    snap->n_extras = N_EXTRAS;
+}
 
-    f = open_memstream(&buf, &len);
+/* The trace of 'snap' in 'format' as one string (free()). */
+static char *trace_text(const struct gm_snapshot *snap, enum gm_trace_format format)
+{
+    struct gm_analysis_trace_opts opts = {-1, 0, UINT64_MAX, format};
+    struct gm_error err;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    assert_int_equal(gm_analysis_trace(f, &snap, &opts, &err), GM_OK);
+    assert_int_equal(gm_analysis_trace(f, snap, &opts, &err), GM_OK);
     assert_int_equal(fclose(f), 0);
+    return buf;
+}
 
+static void test_ndjson_lines_are_printf_of_the_events(void **state)
+{
+    struct gm_snapshot snap;
+    struct gm_snapshot_device devs[2];
+    struct gm_error err;
+    char *buf, *line, *save = NULL, want[1024];
+    size_t n_lines = 0;
+    bool shown[N_STACKS] = {false};
+    (void)state;
+    make_snapshot(&snap, devs);
+    buf = trace_text(&snap, GM_TRACE_NDJSON);
     line = strtok_r(buf, "\n", &save);
     for (size_t di = 0; di < 2; di++) {
         const struct gm_snapshot_device *d = &devs[di];
@@ -236,10 +253,63 @@ static void test_ndjson_lines_are_printf_of_the_events(void **state)
     free(buf);
 }
 
+/* The column of 'bytes' as gm_format_bytes() makes it, right-aligned in 11. */
+static void want_column(char *out, uint64_t bytes)
+{
+    char b[48];
+    snprintf(out, 32, "%11s", gm_format_bytes(b, sizeof(b), bytes, GM_UNITS_IEC));
+}
+
+static void test_text_byte_columns_are_format_bytes(void **state)
+{
+    struct gm_snapshot snap;
+    struct gm_snapshot_device devs[2];
+    struct gm_error err;
+    char *buf, *line, *save = NULL, want[32];
+    size_t n_lines = 0;
+    (void)state;
+    make_snapshot(&snap, devs);
+    buf = trace_text(&snap, GM_TRACE_TEXT);
+    line = strtok_r(buf, "\n", &save);
+    for (size_t di = 0; di < 2; di++) {
+        const struct gm_snapshot_device *d = &devs[di];
+        struct gm_snapshot_timeline tl;
+        struct gm_snapshot_walk w;
+        const struct gm_snapshot_event *e;
+        assert_int_equal(gm_snapshot_timeline(&snap, d->index, 0, &tl, &err), GM_OK);
+        assert_int_equal(gm_snapshot_walk_init(&w, &snap, d, &tl, &err), GM_OK);
+        assert_non_null(line);
+        assert_true(strncmp(line, "device ", 7) == 0); /* the line before the events */
+        line = strtok_r(NULL, "\n", &save);
+        while ((e = gm_snapshot_walk_next(&w)) != NULL) {
+            const char *total;
+            assert_non_null(line);
+            total = strstr(line, "  total ");
+            assert_non_null(total);
+            assert_true(total - line >= 11);
+            want_column(want, e->size);
+            assert_memory_equal(total - 11, want, 11);
+            want_column(want, w.allocated);
+            assert_memory_equal(total + 8, want, 11);
+            line = strtok_r(NULL, "\n", &save);
+            n_lines++;
+        }
+        assert_non_null(line);
+        assert_true(strncmp(line, "device ", 7) == 0); /* the line after them */
+        line = strtok_r(NULL, "\n", &save);
+        gm_snapshot_walk_release(&w);
+        gm_snapshot_timeline_release(&tl);
+    }
+    assert_null(line);
+    assert_int_equal(n_lines, N_EVENTS + N_EVENTS / 3);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ndjson_lines_are_printf_of_the_events),
+        cmocka_unit_test(test_text_byte_columns_are_format_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
