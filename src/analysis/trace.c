@@ -31,6 +31,8 @@ struct xtext {
     char *name;
     char *keys;
     size_t n_name, n_keys; /* their lengths */
+    char stream[32];       /* JSON: ,"stream":N (at most 10 + 20 bytes) */
+    uint8_t n_stream;
 };
 
 /* A stack's frame text and its length; s NULL: not made yet. */
@@ -175,7 +177,7 @@ static char *text_keys(const struct gm_snapshot_event_extra *x)
 
 static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
 {
-    static const struct xtext none = {NULL, NULL, 0, 0};
+    static const struct xtext none = {NULL, NULL, 0, 0, ",\"stream\":0", 11};
     const struct gm_snapshot_event_extra *x = &c->snap->extras[id - 1];
     struct xtext *t = &c->extra[id];
     if (t->keys)
@@ -188,6 +190,8 @@ static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
             memset(obj + n - 2, 0, 2);
         }
         t->keys = obj;
+        t->n_stream = (uint8_t)(gm_fmt_u64_room(gm_fmt_lit(t->stream, ",\"stream\":"), x->stream) -
+                                t->stream);
         t->name = x->action_name ? json_text(json_name, x->action_name) : NULL;
         t->n_keys = obj ? strlen(obj) : 0;
         t->n_name = t->name ? strlen(t->name) : 0;
@@ -279,7 +283,7 @@ struct json_line {
     char action[GM_ACTION_COUNT + 1][24]; /* "name" of each action, the last: "other" */
     uint8_t n_action[GM_ACTION_COUNT + 1];
     /* each number field with its key before it (",\"size\":"); the index has none */
-    struct gm_fmt_memo index, addr, device_free, stream, time, allocated, reserved, stack, fwd;
+    struct gm_fmt_memo index, addr, device_free, time, allocated, reserved, stack, fwd;
     struct gm_fmt_memo size[SIZE_SLOTS];
     struct json_tail tail;
 };
@@ -321,7 +325,6 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     } memos[] = {{&jl->index, ""},
                  {&jl->addr, ",\"addr\":"},
                  {&jl->device_free, ",\"device_free\":"},
-                 {&jl->stream, ",\"stream\":"},
                  {&jl->time, ",\"time_us\":"},
                  {&jl->allocated, ",\"allocated_bytes\":"},
                  {&jl->reserved, ",\"reserved_bytes\":"},
@@ -418,7 +421,12 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     else if (e->flags & GM_EVENT_HAS_ADDR)
         p = gm_fmt_u64_memo(p, e->addr, &jl->addr);
     p = gm_fmt_u64_memo(p, e->size, &jl->size[size_slot(e->size)]);
-    p = gm_fmt_u64_memo(p, x ? x->stream : 0, &jl->stream);
+    if (t) {
+        memcpy(p, t->stream, sizeof(t->stream));
+        p += t->n_stream;
+    } else {
+        p = gm_fmt_lit(p, ",\"stream\":0");
+    }
     if (!(e->flags & GM_EVENT_HAS_TIME)) {
         p = gm_fmt_lit(p, ",\"time_us\":null");
     } else if (e->time_us >= 0) {
