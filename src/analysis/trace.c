@@ -280,7 +280,8 @@ struct json_line {
     uint32_t extra_id;
     const struct gm_snapshot_event_extra *x;
     const struct xtext *t;
-    char action[GM_ACTION_COUNT + 1][24]; /* "name" of each action, the last: "other" */
+    /* ,"action":"name" of each action, the last: "other" */
+    char action[GM_ACTION_COUNT + 1][32];
     uint8_t n_action[GM_ACTION_COUNT + 1];
     /* each number field with its key before it (",\"size\":"); the index has none */
     struct gm_fmt_memo index, addr, device_free, time, allocated, reserved, stack, fwd;
@@ -348,12 +349,12 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     for (unsigned a = 0; a <= GM_ACTION_COUNT; a++) {
         const char *an = gm_snapshot_action_name((enum gm_snapshot_action)a);
         size_t n = strlen(an);
-        if (n > sizeof(jl->action[a]) - 2)
-            n = sizeof(jl->action[a]) - 2;
-        jl->action[a][0] = '"';
-        memcpy(jl->action[a] + 1, an, n);
-        jl->action[a][n + 1] = '"';
-        jl->n_action[a] = (uint8_t)(n + 2);
+        char *q = gm_fmt_lit(jl->action[a], ",\"action\":\"");
+        if (n > sizeof(jl->action[a]) - 12)
+            n = sizeof(jl->action[a]) - 12;
+        q = gm_fmt_str(q, an, n);
+        *q++ = '"';
+        jl->n_action[a] = (uint8_t)(q - jl->action[a]);
     }
 }
 
@@ -408,8 +409,8 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         p += jl->n_head;
     }
     p = gm_fmt_u64_memo(p, k, &jl->index);
-    p = gm_fmt_lit(p, ",\"action\":");
     if (t && t->name) {
+        p = gm_fmt_lit(p, ",\"action\":");
         p = put_text(o, p, t->name, t->n_name);
     } else {
         unsigned a = action_slot(e->action);
