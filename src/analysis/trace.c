@@ -257,8 +257,8 @@ static inline void show_stack(struct gm_outbuf *o, struct cache *c, uint32_t sta
  * stay the same; one longer than TAIL_MAX is made anew each time. */
 #define TAIL_MAX 128
 struct json_tail {
-    bool valid; /* s holds the tail of the fields below */
-    bool pool;  /* the line has "pool_id" */
+    bool valid;   /* s holds the tail of the fields below */
+    uint8_t pool; /* the event's GM_EVENT_HAS_POOL_ID (with the extra: "pool_id" or not) */
     uint32_t stack, extra;
     uint64_t reserved;
     uint8_t n; /* bytes of s */
@@ -378,7 +378,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     const struct gm_snapshot_event_extra *x = NULL;
     const struct xtext *t = NULL;
     struct json_tail *tc = &jl->tail;
-    bool pool, same;
+    bool same;
     char *p, *tail;
     if (e->extra != jl->extra_id || !jl->extra_known) {
         /* runs of events share their extra: it is looked up once a run */
@@ -393,7 +393,6 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     }
     x = jl->x;
     t = jl->t;
-    pool = (e->flags & GM_EVENT_HAS_POOL_ID) && x;
     same = tc->valid && e->stack == tc->stack && e->extra == tc->extra;
     if (!same) {
         /* the stacks of the line before were shown already */
@@ -437,7 +436,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         p = gm_fmt_i64(p, e->time_us);
     }
     p = gm_fmt_u64_memo(p, tl->allocated, &jl->allocated);
-    if (same && tl->reserved == tc->reserved && pool == tc->pool) {
+    if (same && tl->reserved == tc->reserved && (e->flags & GM_EVENT_HAS_POOL_ID) == tc->pool) {
         memcpy(p, tc->s, TAIL_MAX);
         p += tc->n;
         gm_outbuf_commit(o, p);
@@ -445,7 +444,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     }
     tail = p;
     p = gm_fmt_u64_memo(p, tl->reserved, &jl->reserved);
-    if (pool) {
+    if ((e->flags & GM_EVENT_HAS_POOL_ID) && x) {
         p = gm_fmt_lit(p, ",\"pool_id\":[");
         p = gm_fmt_i64(p, x->pool_id[0]);
         *p++ = ',';
@@ -465,7 +464,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     p = gm_fmt_lit(p, "}\n");
     if (tail && p - tail <= TAIL_MAX) {
         tc->valid = true;
-        tc->pool = pool;
+        tc->pool = e->flags & GM_EVENT_HAS_POOL_ID;
         tc->stack = e->stack;
         tc->extra = e->extra;
         tc->reserved = tl->reserved;
