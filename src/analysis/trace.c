@@ -407,7 +407,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         memcpy(p, jl->head, sizeof(jl->head));
         p += jl->n_head;
     }
-    p = gm_fmt_u64_memo(p, k, &jl->index);
+    p = gm_fmt_u64_memo_next(p, k, &jl->index);
     if (t && t->name) {
         p = gm_fmt_lit(p, ",\"action\":");
         p = put_text(o, p, t->name, t->n_name);

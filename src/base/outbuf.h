@@ -214,6 +214,16 @@ static GM_INLINE_ALWAYS char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt
     return p + m->n;
 }
 
+/* gm_fmt_u64_memo() for a field that counts up by one (an index): that route first. */
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_next(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    if (v - m->v == 1 && v && m->s[GM_FMT_MEMO_END - 1] != '9') {
+        m->s[GM_FMT_MEMO_END - 1]++;
+        m->v = v;
+    }
+    return gm_fmt_u64_memo(p, v, m);
+}
+
 /* "%0*llx": lowercase hex, zero-padded to 'width' digits, eight digits a word: up to seven
  * bytes past the end are room (overwritten). */
 char *gm_fmt_hex(char *p, uint64_t v, unsigned width);

@@ -160,6 +160,28 @@ static void check_memo(struct gm_fmt_memo *m, const char *key, uint64_t v)
     }
 }
 
+/* The counting route writes what printf writes, from any value before. */
+static void test_memo_next(void **state)
+{
+    struct gm_fmt_memo m;
+    char want[64], got[2 * GM_FMT_MEMO_ROOM], *end;
+    static const uint64_t starts[] = {0, 5, 99, 12345, 99999999, UINT64_C(9999999999999999999)};
+    (void)state;
+    gm_fmt_memo_init(&m, ",\"index\":");
+    for (size_t si = 0; si < sizeof(starts) / sizeof(starts[0]); si++)
+        for (uint64_t v = starts[si]; v - starts[si] < 300 && v >= starts[si]; v++) {
+            end = gm_fmt_u64_memo_next(got, v, &m);
+            *end = '\0';
+            snprintf(want, sizeof(want), ",\"index\":%" PRIu64, v);
+            assert_string_equal(got, want);
+        }
+    /* one more than the largest wraps to 0 */
+    end = gm_fmt_u64_memo_next(got, UINT64_MAX, &m);
+    end = gm_fmt_u64_memo_next(got, 0, &m);
+    *end = '\0';
+    assert_string_equal(got, ",\"index\":0");
+}
+
 static void test_memo(void **state)
 {
     /* no key, a trace's key, the longest key */
@@ -315,9 +337,9 @@ static void test_writer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bytes),  cmocka_unit_test(test_ints),
-        cmocka_unit_test(test_memo),   cmocka_unit_test(test_padded_room),
-        cmocka_unit_test(test_writer),
+        cmocka_unit_test(test_bytes),       cmocka_unit_test(test_ints),
+        cmocka_unit_test(test_memo),        cmocka_unit_test(test_memo_next),
+        cmocka_unit_test(test_padded_room), cmocka_unit_test(test_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
