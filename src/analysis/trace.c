@@ -283,7 +283,8 @@ struct json_line {
     /* ,"action":"name" of each action, the last: "other" */
     char action[GM_ACTION_COUNT + 1][32];
     uint8_t n_action[GM_ACTION_COUNT + 1];
-    /* each number field with its key before it (",\"size\":"); the index has none */
+    /* each number field with its key before it (",\"size\":"); the index's key is the
+     * head when it fits one (index_has_head), else none */
     struct gm_fmt_memo index, addr, device_free, time, allocated, reserved, stack, fwd;
     struct gm_fmt_memo size[SIZE_SLOTS];
     struct json_tail tail;
@@ -393,9 +394,10 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     }
     x = jl->x;
     t = jl->t;
+    /* the stack and extra of the line before (tc holds that line's, or is not valid): their
+     * frames lines are written already */
     same = tc->valid && e->stack == tc->stack && e->extra == tc->extra;
     if (!same) {
-        /* the stacks of the line before were shown already */
         show_stack(o, c, e->stack);
         if (x)
             show_stack(o, c, x->forward_stack);
