@@ -31,12 +31,25 @@ struct xtext {
     char *name;
     char *keys;
     size_t n_name, n_keys; /* their lengths */
+    char stream[32];       /* JSON: ,"stream":N (at most 10 + 20 bytes) */
+    uint8_t n_stream;
 };
 
 /* A stack's frame text and its length; s NULL: not made yet. */
 struct ftext {
     char *s;
     size_t n;
+};
+
+/* A byte count in its text column (gm_fmt_iec(), width 11), kept for the next time the
+ * same count comes: a training loop's sizes and totals come round again.  gm_fmt_iec()
+ * writes at most 16 + 11 bytes. */
+#define IEC_SLOTS 64
+#define IEC_ROOM  32
+struct iec_text {
+    uint64_t v;
+    uint8_t n; /* bytes of s; 0: empty */
+    char s[IEC_ROOM];
 };
 
 /* What is made once per stack and per extra. */
@@ -49,7 +62,20 @@ struct cache {
     /* text: each action's name in its column (padded to 15, as gm_fmt_left() pads) */
     char action_col[GM_ACTION_COUNT + 1][32];
     uint8_t n_action_col[GM_ACTION_COUNT + 1];
+    struct iec_text *iec; /* text: IEC_SLOTS byte counts in their column */
 };
+
+/* gm_fmt_iec(p, v, 11) by way of the slot of v. */
+static inline char *put_iec(struct cache *c, char *p, uint64_t v)
+{
+    struct iec_text *t = &c->iec[(v * UINT64_C(0x9E3779B97F4A7C15)) >> 58];
+    if (t->v != v || !t->n) {
+        t->n = (uint8_t)(gm_fmt_iec(t->s, v, 11) - t->s);
+        t->v = v;
+    }
+    memcpy(p, t->s, IEC_ROOM);
+    return p + t->n;
+}
 
 static const struct ftext *frame_text(struct cache *c, uint32_t stack)
 {
@@ -151,7 +177,7 @@ static char *text_keys(const struct gm_snapshot_event_extra *x)
 
 static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
 {
-    static const struct xtext none = {NULL, NULL, 0, 0};
+    static const struct xtext none = {NULL, NULL, 0, 0, ",\"stream\":0", 11};
     const struct gm_snapshot_event_extra *x = &c->snap->extras[id - 1];
     struct xtext *t = &c->extra[id];
     if (t->keys)
@@ -164,6 +190,8 @@ static const struct xtext *extra_text(struct cache *c, uint32_t id, bool json)
             memset(obj + n - 2, 0, 2);
         }
         t->keys = obj;
+        t->n_stream = (uint8_t)(gm_fmt_u64_room(gm_fmt_lit(t->stream, ",\"stream\":"), x->stream) -
+                                t->stream);
         t->name = x->action_name ? json_text(json_name, x->action_name) : NULL;
         t->n_keys = obj ? strlen(obj) : 0;
         t->n_name = t->name ? strlen(t->name) : 0;
@@ -223,16 +251,43 @@ static inline void show_stack(struct gm_outbuf *o, struct cache *c, uint32_t sta
         write_stack(o, c, stack);
 }
 
+/* The end of an NDJSON line from its reserved bytes on ({"reserved_bytes"[, "pool_id"], the
+ * extra's keys, "stack"[, "forward_stack"]}): the same for runs of events (one stack, one
+ * extra, the reserved total unchanged), so it is kept as text and copied whole while they
+ * stay the same; one longer than TAIL_MAX is made anew each time. */
+#define TAIL_MAX 128
+struct json_tail {
+    bool valid;   /* s holds the tail of the fields below */
+    uint8_t pool; /* the event's GM_EVENT_HAS_POOL_ID (with the extra: "pool_id" or not) */
+    uint32_t stack, extra;
+    uint64_t reserved;
+    uint8_t n; /* bytes of s */
+    char s[TAIL_MAX];
+};
+
+/* The slots of the size field: a training loop's few sizes come round again and again,
+ * so each size has its text kept in the slot its value hashes to. */
+#define SIZE_SLOTS 16
+
 /* What the NDJSON lines of one device repeat: the start of every line, each action's name
  * as a JSON string, and the digits each number field wrote last (gm_fmt_u64_memo). */
 struct json_line {
     char head[32]; /* {"device":N,"index": (N an int32_t: at most 32 bytes) */
     size_t n_head;
-    char action[GM_ACTION_COUNT + 1][24]; /* "name" of each action, the last: "other" */
+    bool index_has_head; /* the index memo's key is the head */
+    /* the extra of the line before, and what is made of it */
+    bool extra_known;
+    uint32_t extra_id;
+    const struct gm_snapshot_event_extra *x;
+    const struct xtext *t;
+    /* ,"action":"name" of each action, the last: "other" */
+    char action[GM_ACTION_COUNT + 1][32];
     uint8_t n_action[GM_ACTION_COUNT + 1];
-    /* each number field with its key before it (",\"size\":"); the index has none */
-    struct gm_fmt_memo index, addr, device_free, size, stream, time, allocated, reserved, stack,
-        fwd;
+    /* each number field with its key before it (",\"size\":"); the index's key is the
+     * head when it fits one (index_has_head), else none */
+    struct gm_fmt_memo index, addr, device_free, time, allocated, reserved, stack, fwd;
+    struct gm_fmt_memo size[SIZE_SLOTS];
+    struct json_tail tail;
 };
 
 /* Room for one line's own fields (each number GM_FMT_MEMO_ROOM), the longest name or keys
@@ -272,8 +327,6 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     } memos[] = {{&jl->index, ""},
                  {&jl->addr, ",\"addr\":"},
                  {&jl->device_free, ",\"device_free\":"},
-                 {&jl->size, ",\"size\":"},
-                 {&jl->stream, ",\"stream\":"},
                  {&jl->time, ",\"time_us\":"},
                  {&jl->allocated, ",\"allocated_bytes\":"},
                  {&jl->reserved, ",\"reserved_bytes\":"},
@@ -282,19 +335,27 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     memset(jl, 0, sizeof(*jl));
     for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++)
         gm_fmt_memo_init(memos[i].m, memos[i].key);
+    for (size_t i = 0; i < SIZE_SLOTS; i++)
+        gm_fmt_memo_init(&jl->size[i], ",\"size\":");
     p = gm_fmt_lit(jl->head, "{\"device\":");
     p = gm_fmt_i64(p, d->index);
     p = gm_fmt_lit(p, ",\"index\":");
     jl->n_head = (size_t)(p - jl->head);
+    /* the start of the line as the index's key, where it fits one */
+    if (jl->n_head <= GM_FMT_KEY_MAX) {
+        *p = '\0';
+        gm_fmt_memo_init(&jl->index, jl->head);
+        jl->index_has_head = true;
+    }
     for (unsigned a = 0; a <= GM_ACTION_COUNT; a++) {
         const char *an = gm_snapshot_action_name((enum gm_snapshot_action)a);
         size_t n = strlen(an);
-        if (n > sizeof(jl->action[a]) - 2)
-            n = sizeof(jl->action[a]) - 2;
-        jl->action[a][0] = '"';
-        memcpy(jl->action[a] + 1, an, n);
-        jl->action[a][n + 1] = '"';
-        jl->n_action[a] = (uint8_t)(n + 2);
+        char *q = gm_fmt_lit(jl->action[a], ",\"action\":\"");
+        if (n > sizeof(jl->action[a]) - 12)
+            n = sizeof(jl->action[a]) - 12;
+        q = gm_fmt_str(q, an, n);
+        *q++ = '"';
+        jl->n_action[a] = (uint8_t)(q - jl->action[a]);
     }
 }
 
@@ -305,28 +366,52 @@ static inline unsigned action_slot(unsigned a)
     return a < GM_ACTION_COUNT ? a : GM_ACTION_COUNT;
 }
 
+/* The slot of 'size' (a multiplicative hash: sizes are multiples of powers of two). */
+static inline unsigned size_slot(uint64_t size)
+{
+    return (unsigned)((size * UINT64_C(0x9E3779B97F4A7C15)) >> 60) & (SIZE_SLOTS - 1);
+}
+
 static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl, size_t k,
                        const struct gm_snapshot_event *e, const struct snap_walk_totals *tl)
 {
     const struct gm_snapshot *snap = c->snap;
     const struct gm_snapshot_event_extra *x = NULL;
     const struct xtext *t = NULL;
-    char *p;
-    if (e->extra && e->extra <= snap->n_extras) {
-        x = &snap->extras[e->extra - 1];
-        t = extra_of(c, e->extra, true);
+    struct json_tail *tc = &jl->tail;
+    bool same;
+    char *p, *tail;
+    if (e->extra != jl->extra_id || !jl->extra_known) {
+        /* runs of events share their extra: it is looked up once a run */
+        jl->x = NULL;
+        jl->t = NULL;
+        if (e->extra && e->extra <= snap->n_extras) {
+            jl->x = &snap->extras[e->extra - 1];
+            jl->t = extra_of(c, e->extra, true);
+        }
+        jl->extra_id = e->extra;
+        jl->extra_known = true;
     }
-    show_stack(o, c, e->stack);
-    if (x)
-        show_stack(o, c, x->forward_stack);
+    x = jl->x;
+    t = jl->t;
+    /* the stack and extra of the line before (tc holds that line's, or is not valid): their
+     * frames lines are written already */
+    same = tc->valid && e->stack == tc->stack && e->extra == tc->extra;
+    if (!same) {
+        show_stack(o, c, e->stack);
+        if (x)
+            show_stack(o, c, x->forward_stack);
+    }
     /* the names and keys come from the file, of any length: the short ones in the line's
      * room */
     p = gm_outbuf_reserve(o, LINE_RESERVE);
-    memcpy(p, jl->head, sizeof(jl->head));
-    p += jl->n_head;
-    p = gm_fmt_u64_memo(p, k, &jl->index);
-    p = gm_fmt_lit(p, ",\"action\":");
+    if (!jl->index_has_head) {
+        memcpy(p, jl->head, sizeof(jl->head));
+        p += jl->n_head;
+    }
+    p = gm_fmt_u64_memo_next(p, k, &jl->index);
     if (t && t->name) {
+        p = gm_fmt_lit(p, ",\"action\":");
         p = put_text(o, p, t->name, t->n_name);
     } else {
         unsigned a = action_slot(e->action);
@@ -337,8 +422,13 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         p = gm_fmt_u64_memo(p, e->addr, &jl->device_free);
     else if (e->flags & GM_EVENT_HAS_ADDR)
         p = gm_fmt_u64_memo(p, e->addr, &jl->addr);
-    p = gm_fmt_u64_memo(p, e->size, &jl->size);
-    p = gm_fmt_u64_memo(p, x ? x->stream : 0, &jl->stream);
+    p = gm_fmt_u64_memo(p, e->size, &jl->size[size_slot(e->size)]);
+    if (t) {
+        memcpy(p, t->stream, sizeof(t->stream));
+        p += t->n_stream;
+    } else {
+        p = gm_fmt_lit(p, ",\"stream\":0");
+    }
     if (!(e->flags & GM_EVENT_HAS_TIME)) {
         p = gm_fmt_lit(p, ",\"time_us\":null");
     } else if (e->time_us >= 0) {
@@ -348,6 +438,13 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         p = gm_fmt_i64(p, e->time_us);
     }
     p = gm_fmt_u64_memo(p, tl->allocated, &jl->allocated);
+    if (same && tl->reserved == tc->reserved && (e->flags & GM_EVENT_HAS_POOL_ID) == tc->pool) {
+        memcpy(p, tc->s, TAIL_MAX);
+        p += tc->n;
+        gm_outbuf_commit(o, p);
+        return;
+    }
+    tail = p;
     p = gm_fmt_u64_memo(p, tl->reserved, &jl->reserved);
     if ((e->flags & GM_EVENT_HAS_POOL_ID) && x) {
         p = gm_fmt_lit(p, ",\"pool_id\":[");
@@ -356,7 +453,10 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         p = gm_fmt_i64(p, x->pool_id[1]);
         *p++ = ']';
     }
+    tc->valid = false;
     if (t && t->n_keys) {
+        if (t->n_keys > TAIL_MAX)
+            tail = NULL; /* put_text() may move the line */
         *p++ = ',';
         p = put_text(o, p, t->keys, t->n_keys);
     }
@@ -364,6 +464,15 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     if (x && x->forward_stack)
         p = gm_fmt_u64_memo(p, x->forward_stack, &jl->fwd);
     p = gm_fmt_lit(p, "}\n");
+    if (tail && p - tail <= TAIL_MAX) {
+        tc->valid = true;
+        tc->pool = e->flags & GM_EVENT_HAS_POOL_ID;
+        tc->stack = e->stack;
+        tc->extra = e->extra;
+        tc->reserved = tl->reserved;
+        tc->n = (uint8_t)(p - tail);
+        memcpy(tc->s, tail, tc->n);
+    }
     gm_outbuf_commit(o, p);
 }
 
@@ -399,9 +508,9 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         p = gm_fmt_hex(p, e->addr, 14);
         *p++ = ' ';
     }
-    p = gm_fmt_iec(p, e->size, 11);
+    p = put_iec(c, p, e->size);
     p = gm_fmt_lit(p, "  total ");
-    p = gm_fmt_iec(p, tl->allocated, 11);
+    p = put_iec(c, p, tl->allocated);
     if (x && x->stream) {
         p = gm_fmt_lit(p, "  stream 0x");
         p = gm_fmt_hex(p, x->stream, 1);
@@ -442,6 +551,7 @@ static void cache_release(struct cache *c)
     gm_free(c->frame);
     gm_free(c->extra);
     gm_free(c->shown);
+    gm_free(c->iec);
 }
 
 /* One device: a line before and after its events in text. */
@@ -532,8 +642,9 @@ enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
     c.frame = gm_calloc(snap->n_stacks + 1, sizeof(*c.frame));
     c.shown = gm_calloc(snap->n_stacks + 1, 1);
     c.extra = gm_calloc(snap->n_extras + 1, sizeof(*c.extra));
+    c.iec = gm_calloc(IEC_SLOTS, sizeof(*c.iec));
     o = gm_malloc(sizeof(*o));
-    if (!c.frame || !c.shown || !c.extra || !o) {
+    if (!c.frame || !c.shown || !c.extra || !c.iec || !o) {
         cache_release(&c);
         gm_free(o);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");

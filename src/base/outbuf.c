@@ -171,6 +171,22 @@ char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
     char *last = m->s + GM_FMT_MEMO_END - 8; /* the last group's place */
     uint64_t lead;                           /* the digit word of the first group */
     unsigned n;                              /* digits before the first group's */
+    uint64_t r = v - m->wide_base;
+    if (r < m->wide_span) {
+        /* the digits above the last nine or ten stand */
+        uint64_t q = r / 100000000u, lo = r - q * 100000000u; /* q < 100 */
+        if (m->wide_span > 1000000000u)
+            memcpy(last - 2, pairs + 2 * q, 2);
+        else
+            last[-1] = (char)('0' + q);
+        gm_store64(last, gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS);
+        m->base = v - lo; /* below wide_base + wide_span: the block lies below 2^64 */
+        m->block = true;
+        m->v = v;
+        memcpy(p, m->s + m->off, GM_FMT_MEMO_ROOM);
+        return p + m->n;
+    }
+    m->wide_span = 0;
     if (v < 100000000u) {
         lead = gm_digits8((uint32_t)v);
         m->block = false;
@@ -188,6 +204,15 @@ char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
             gm_store64(last - 8, gm_digits8((uint32_t)(hi - top * 100000000u)) | GM_ASCII_ZEROS);
             lead = gm_digits8((uint32_t)top);
             n = 16;
+        }
+        /* the wide span: ten digits below eleven or more, nine below ten; none where it
+         * would reach past 2^64 (v - wide_base would wrap into it) */
+        if (v >= UINT64_C(1000000000)) {
+            m->wide_span =
+                v >= UINT64_C(10000000000) ? UINT64_C(10000000000) : UINT64_C(1000000000);
+            m->wide_base = v - v % m->wide_span;
+            if (m->wide_base > UINT64_MAX - (m->wide_span - 1))
+                m->wide_span = 0;
         }
     }
     gm_store64(last - n, lead | GM_ASCII_ZEROS);

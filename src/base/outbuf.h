@@ -154,9 +154,15 @@ static inline char *gm_fmt_i64_room(char *p, int64_t v)
 }
 
 /* A key and the "%llu" of one field of many lines (",\"size\":12582912"), remembering the
- * digits it wrote last: a value equal to the last one, or one more than it (an event
- * index), costs one copy of the key and the digits together, and one that keeps the digits
- * above its last eight (a trace's addresses, times and totals) has only those eight made.
+ * digits it wrote last, so that a value close to the last one costs one copy of the key and
+ * the digits together and the few digits that changed:
+ *   - the same value, or one more with no carry past the tens (an event index): nothing
+ *     made but that digit;
+ *   - a value that keeps the digits above its last eight (a trace's times): those eight;
+ *   - a value that keeps the digits above its last nine or ten (a trace's addresses and
+ *     totals, for which the last eight change too often): those nine or ten (ten for a
+ *     number of eleven digits or more, nine for ten, when its digits were last all made);
+ *   - else all the digits (gm_fmt_memo_slow()).
  * Writes GM_FMT_MEMO_ROOM bytes at p whatever the value's length (the room must be there);
  * returns the end of the number.  A memo starts with gm_fmt_memo_init() and its key (at
  * most GM_FMT_KEY_MAX bytes; "" for none). */
@@ -166,6 +172,9 @@ static inline char *gm_fmt_i64_room(char *p, int64_t v)
 struct gm_fmt_memo {
     uint64_t v;               /* the value last written */
     uint64_t base;            /* v less its last eight digits (when 'block') */
+    uint64_t wide_base;       /* v less its last nine or ten digits (when wide_span) */
+    uint64_t wide_span;       /* 10^9 or 10^10: [wide_base, wide_base + wide_span) keeps the
+                                 digits above (all of it below 2^64); 0: none */
     bool block;               /* v >= 10^8, and all of [base, base + 10^8) is below 2^64 */
     uint8_t n;                /* bytes of the key and the digits of v */
     uint8_t off;              /* where the key starts in s[]: GM_FMT_MEMO_END - n */
@@ -180,10 +189,11 @@ struct gm_fmt_memo {
 /* An empty memo (it holds 0) with its key, cut to GM_FMT_KEY_MAX bytes. */
 void gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key);
 
-/* gm_fmt_u64_memo() when v needs all its digits made. */
+/* gm_fmt_u64_memo() when v is not the last value, one more, or in its last block of 10^8:
+ * the wide span, else all the digits anew. */
 char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m);
 
-static inline char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
 {
     if (v != m->v) {
         if (v - m->base < 100000000u && m->block) {
@@ -202,6 +212,16 @@ static inline char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
     }
     memcpy(p, m->s + m->off, GM_FMT_MEMO_ROOM);
     return p + m->n;
+}
+
+/* gm_fmt_u64_memo() for a field that counts up by one (an index): that route first. */
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_next(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    if (v - m->v == 1 && v && m->s[GM_FMT_MEMO_END - 1] != '9') {
+        m->s[GM_FMT_MEMO_END - 1]++;
+        m->v = v;
+    }
+    return gm_fmt_u64_memo(p, v, m);
 }
 
 /* "%0*llx": lowercase hex, zero-padded to 'width' digits, eight digits a word: up to seven

@@ -143,8 +143,8 @@ static void test_ints(void **state)
 }
 
 /* The memo writes its key and what printf writes for a field's values in sequence, by each
- * of its routes (the same value, one more, the same digits above the last eight, anew), and
- * nothing past its room. */
+ * of its routes (the same value, one more, the same digits above the last eight, or above
+ * the last nine or ten, anew), and nothing past its room. */
 static void check_memo(struct gm_fmt_memo *m, const char *key, uint64_t v)
 {
     char want[64], got[2 * GM_FMT_MEMO_ROOM], *end;
@@ -158,6 +158,28 @@ static void check_memo(struct gm_fmt_memo *m, const char *key, uint64_t v)
         fprintf(stderr, "memo %" PRIu64 ": want '%s', got '%s'\n", v, want, got);
         fail();
     }
+}
+
+/* The counting route writes what printf writes, from any value before. */
+static void test_memo_next(void **state)
+{
+    struct gm_fmt_memo m;
+    char want[64], got[2 * GM_FMT_MEMO_ROOM], *end;
+    static const uint64_t starts[] = {0, 5, 99, 12345, 99999999, UINT64_C(9999999999999999999)};
+    (void)state;
+    gm_fmt_memo_init(&m, ",\"index\":");
+    for (size_t si = 0; si < sizeof(starts) / sizeof(starts[0]); si++)
+        for (uint64_t v = starts[si]; v - starts[si] < 300 && v >= starts[si]; v++) {
+            end = gm_fmt_u64_memo_next(got, v, &m);
+            *end = '\0';
+            snprintf(want, sizeof(want), ",\"index\":%" PRIu64, v);
+            assert_string_equal(got, want);
+        }
+    /* one more than the largest wraps to 0 */
+    end = gm_fmt_u64_memo_next(got, UINT64_MAX, &m);
+    end = gm_fmt_u64_memo_next(got, 0, &m);
+    *end = '\0';
+    assert_string_equal(got, ",\"index\":0");
 }
 
 static void test_memo(void **state)
@@ -189,6 +211,29 @@ static void test_memo(void **state)
             check_memo(&m, key, k);
         check_memo(&m, key, UINT64_MAX);
         check_memo(&m, key, 1);
+        /* steps of a few 10^8 either way that keep the digits above the last nine or ten
+         * (the wide span) or leave them, from numbers of every length from nine digits, and
+         * near 2^64 where a span would reach past it */
+        for (uint64_t p10 = 100000000u; p10 <= UINT64_C(10000000000000000000); p10 *= 10) {
+            static const int64_t steps[] = {300000001, -200000007, 9,          700000000,
+                                            -1,        2500000000, -900000000, 100000000};
+            v = p10 + 123456789u;
+            check_memo(&m, key, v);
+            for (int r = 0; r < 40; r++) {
+                v += (uint64_t)steps[r % 8];
+                check_memo(&m, key, v);
+            }
+            if (p10 > UINT64_MAX / 10)
+                break;
+        }
+        for (uint64_t k = UINT64_MAX - UINT64_C(12000000000); k < UINT64_MAX - 1000000000u;
+             k += 700000001u) {
+            check_memo(&m, key, k);
+            check_memo(&m, key, k - UINT64_MAX / 2);
+            check_memo(&m, key, k);
+            check_memo(&m, key, k + 100000000u);
+        }
+        check_memo(&m, key, 5);
         /* a random walk: mostly small steps either way, now and then a jump of any size */
         for (int i = 0; i < (ki ? 300000 : 2000000); i++) {
             uint64_t r = rnd();
@@ -292,9 +337,9 @@ static void test_writer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bytes),  cmocka_unit_test(test_ints),
-        cmocka_unit_test(test_memo),   cmocka_unit_test(test_padded_room),
-        cmocka_unit_test(test_writer),
+        cmocka_unit_test(test_bytes),       cmocka_unit_test(test_ints),
+        cmocka_unit_test(test_memo),        cmocka_unit_test(test_memo_next),
+        cmocka_unit_test(test_padded_room), cmocka_unit_test(test_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
