@@ -444,6 +444,9 @@ bool est_vllm_runner_v2(const struct gm_job *job, const struct gm_model *m);
 unsigned est_vllm_sampler_bytes_per_logit(const struct gm_job *job, const struct gm_model *m);
 void est_vllm_batch(const struct gm_job *job, uint64_t max_model_len, uint64_t *tokens,
                     uint64_t *seqs);
+/* The max_model_len vLLM derives from the model's positions and its rope_scaling when none is
+ * given (0 when the model gives no positions). */
+uint64_t est_vllm_max_len(const struct gm_model *m);
 
 /* Whether 't'-way tensor parallelism splits the model's heads: the query heads evenly,
  * the KV heads evenly or replicated when there are fewer of them than t. */

@@ -148,14 +148,39 @@ uint64_t est_engine_sequences(const struct gm_job *j, const struct gm_estimate *
     return cap && seqs > cap ? cap : seqs;
 }
 
+/* The max_model_len vLLM derives from the model when none is given (_get_and_verify_max_len,
+ * vllm/config/model.py @ 0052a5b; the same rule in vllm/config.py since the 0.2 releases):
+ * max_position_embeddings, times rope_scaling's factor unless the type is "su", "longrope" or
+ * "llama3" (whose max_position_embeddings is already the scaled length) or the model is a
+ * Gemma 3 ("Gemma3's max_model_len (128K) is already scaled by RoPE scaling"); for "yarn"
+ * original_max_position_embeddings times the factor.  deepseek-coder-6.7b's 16384 positions
+ * with linear scaling x4 give 65536. */
+uint64_t est_vllm_max_len(const struct gm_model *m)
+{
+    uint64_t len = m->max_positions;
+    enum gm_rope_scaling k = m->rope_scaling;
+    if (k == GM_ROPE_NONE || k == GM_ROPE_LLAMA3 || k == GM_ROPE_LONGROPE ||
+        m->arch == GM_ARCH_GEMMA3 || !(m->rope_factor > 0))
+        return len;
+    if (k == GM_ROPE_YARN && m->rope_original_positions)
+        len = m->rope_original_positions;
+    return (uint64_t)((double)len * m->rope_factor);
+}
+
+/* The first release whose OpenAI server turns chunked prefill on by itself above 32768
+ * positions: PR #6666 ("Enable chunked prefill by default for long context models", merged
+ * 2024-07-23, the day 0.5.3 was tagged; taken from 0.5.4, the first release tagged after it).
+ * Before it the V0 scheduler batches max(max_model_len, 2048) tokens whatever the length. */
+#define VLLM_AUTO_CHUNKED_PREFILL GM_VERSION(0, 5, 4)
+
 /* vLLM's batch defaults (the profile run pushes max_num_batched_tokens tokens through the
  * model, then samples max_num_seqs sequences).  V0, before 0.8 (vllm/config.py
  * SchedulerConfig.__post_init__ at 0.6.6.post1): max(max_model_len, 2048) tokens, or 2048
- * with chunked prefill, which the OpenAI server turns on above 32768 positions; 256
- * sequences.  V1, the default engine from 0.8 (vllm/engine/arg_utils.py, the OpenAI server's
- * entries): 2048 tokens and 256 sequences, and from 0.9 (PR #17885) 8192 and 1024 on a GPU
- * of 70 GiB or more that is not an A100 (the only sm_80 card that large); max_num_seqs at
- * most max_num_batched_tokens.  Settings given win. */
+ * with chunked prefill, which the OpenAI server turns on above 32768 positions from 0.5.4
+ * (VLLM_AUTO_CHUNKED_PREFILL); 256 sequences.  V1, the default engine from 0.8
+ * (vllm/engine/arg_utils.py, the OpenAI server's entries): 2048 tokens and 256 sequences, and
+ * from 0.9 (PR #17885) 8192 and 1024 on a GPU of 70 GiB or more that is not an A100 (the only
+ * sm_80 card that large); max_num_seqs at most max_num_batched_tokens.  Settings given win. */
 void est_vllm_batch(const struct gm_job *j, uint64_t max_model_len, uint64_t *tokens,
                     uint64_t *seqs)
 {
@@ -163,7 +188,8 @@ void est_vllm_batch(const struct gm_job *j, uint64_t max_model_len, uint64_t *to
     uint32_t ver = j->stack.vllm;
     uint64_t t, n = 256;
     if (vllm_era_v0(vllm_era(ver))) {
-        t = max_model_len > 32768 ? 2048 : max_model_len > 2048 ? max_model_len : 2048;
+        bool chunked = max_model_len > 32768 && (!ver || ver >= VLLM_AUTO_CHUNKED_PREFILL);
+        t = chunked ? 2048 : max_model_len > 2048 ? max_model_len : 2048;
     } else {
         bool big = (!ver || ver >= GM_VERSION(0, 9, 0)) && vllm_total_bytes(j) >= 70 * GM_GIB &&
                    j->gpu.sm != 80;
@@ -662,7 +688,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
      * pipeline stage holds its layers */
     kv_heads = m->n_kv_heads >= t ? m->n_kv_heads / t : 1;
     layers = est_div_up(m->n_layers, pp);
-    sv->max_model_len = engine_len(j, m, v->max_model_len);
+    sv->max_model_len = v->max_model_len ? v->max_model_len : est_vllm_max_len(m);
+    if (!sv->max_model_len)
+        sv->max_model_len = engine_len(j, m, 0);
     est_vllm_batch(j, sv->max_model_len, &T, &seqs);
     sv->max_num_batched_tokens = T;
     sv->max_num_seqs = seqs;

@@ -71,6 +71,69 @@ static void test_gpus_are_tensor_parallel(void **state)
     assert_non_null(strstr(err.msg, "--replicas"));
 }
 
+/* vLLM's max_model_len when none is given (_get_and_verify_max_len, vllm/config/model.py @
+ * 0052a5b): max_position_embeddings times rope_scaling's factor, except for "llama3", "longrope"
+ * and Gemma 3, whose positions are already the scaled length; "yarn" scales
+ * original_max_position_embeddings.  And the V0 profile run of such a length: before 0.5.4 the
+ * scheduler batches the whole max_model_len (chunked prefill turned on above 32768 positions
+ * only from PR #6666). */
+static void test_vllm_max_len_from_rope_scaling(void **state)
+{
+    struct gm_job j;
+    struct gm_model m;
+    uint64_t t, n;
+    (void)state;
+    gm_model_init(&m);
+    m.max_positions = 16384;
+    assert_int_equal(est_vllm_max_len(&m), 16384); /* no rope_scaling */
+    m.rope_scaling = GM_ROPE_LINEAR;
+    m.rope_factor = 4.0;
+    assert_int_equal(est_vllm_max_len(&m), 65536);
+    m.rope_scaling = GM_ROPE_DYNAMIC;
+    assert_int_equal(est_vllm_max_len(&m), 65536);
+    m.rope_scaling = GM_ROPE_LLAMA3; /* Llama 3.1: 131072 already scaled */
+    assert_int_equal(est_vllm_max_len(&m), 16384);
+    m.rope_scaling = GM_ROPE_LONGROPE;
+    assert_int_equal(est_vllm_max_len(&m), 16384);
+    m.rope_scaling = GM_ROPE_LINEAR; /* Gemma 3: linear x8 on 131072, not applied */
+    m.arch = GM_ARCH_GEMMA3;
+    assert_int_equal(est_vllm_max_len(&m), 16384);
+    m.arch = GM_ARCH_LLAMA;
+    m.rope_scaling = GM_ROPE_YARN; /* DeepSeek-V3: 4096 x 40 */
+    m.rope_factor = 40.0;
+    m.rope_original_positions = 4096;
+    m.max_positions = 163840;
+    assert_int_equal(est_vllm_max_len(&m), 163840);
+    m.rope_original_positions = 0; /* yarn without it: max_position_embeddings x factor */
+    m.max_positions = 4096;
+    assert_int_equal(est_vllm_max_len(&m), 163840);
+
+    /* the catalog's deepseek-coder-6.7b (linear x4) at vLLM 0.5.0: max_model_len 65536, and the
+     * profile run batches all 65536 tokens (no chunked prefill before 0.5.4) */
+    job_make("deepseek-ai/deepseek-coder-6.7b-instruct",
+             "--infer --engine vllm --vllm-version 0.5.0 --gpu T4 --gpus 2", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.max_model_len, 65536);
+    assert_int_equal(est->serving.max_num_batched_tokens, 65536);
+    gm_estimate_free(est);
+    est = NULL;
+    est_vllm_batch(&j, 65536, &t, &n);
+    assert_int_equal(t, 65536);
+    /* from 0.5.4 the OpenAI server chunks prefills of 2048 above 32768 positions */
+    job_make("deepseek-ai/deepseek-coder-6.7b-instruct",
+             "--infer --engine vllm --vllm-version 0.5.4 --gpu T4 --gpus 2", &j);
+    est_vllm_batch(&j, 65536, &t, &n);
+    assert_int_equal(t, 2048);
+    /* a max_model_len given wins */
+    job_make("deepseek-ai/deepseek-coder-6.7b-instruct",
+             "--infer --engine vllm --vllm-version 0.5.0 --gpu T4 --gpus 2 --max-model-len 8192",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.max_model_len, 8192);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 /* SGLang: its default static share for the GPU, the pool what the weights leave of it. */
 static void test_sglang_pool(void **state)
 {
@@ -1230,6 +1293,7 @@ int main(void)
         cmocka_unit_test(test_read_commands),
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
+        cmocka_unit_test(test_vllm_max_len_from_rope_scaling),
         cmocka_unit_test(test_vllm_profile_forward_peak),
         cmocka_unit_test(test_vllm_v0_workers_without_sampler),
         cmocka_unit_test(test_vllm_non_torch_by_version),
