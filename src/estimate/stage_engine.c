@@ -290,26 +290,36 @@ static uint64_t profile_activations(const struct gm_model *m, uint64_t tokens, u
 
 /* The batch sizes vLLM captures CUDA graphs for, by version (count returned, the largest
  * in *largest).  V0 (vllm/worker/model_runner.py, _BATCH_SIZES_TO_CAPTURE at 0.6.6): 1, 2, 4
- * and the multiples of 8 to 256, up to max_num_seqs (PR #2437).  V1 0.8 to 0.9
+ * and the multiples of 8 to 256, up to max_num_seqs padded as a batch is (PR #2437;
+ * _get_max_graph_batch_size: 1, 2, 4, else up to a multiple of 8, at most 256).  V1 0.8 to 0.9
  * (vllm/config.py SchedulerConfig.cuda_graph_sizes = [512]): 1, 2, 4 and the multiples of 8
- * to 512.  From 0.10 (PR #20628) the largest is min(2 x max_num_seqs, 512), and from 0.11
- * (vllm/config/vllm.py, set_cudagraph_sizes) the step is 16 from 256 on.  V1 keeps only
- * sizes up to max_num_batched_tokens. */
+ * to 512.  From 0.10 (PR #20628) the top is min(2 x max_num_seqs, 512), the list still
+ * "[1, 2, 4] + [i for i in range(8, cuda_graph_sizes[0] + 1, 8)]" (vllm/config.py), so 1, 2
+ * and 4 whatever the top; from 0.11 (vllm/config/vllm.py, set_cudagraph_sizes) 1, 2, 4 only up
+ * to the top ("i for i in [1, 2, 4] if i <= max_cudagraph_capture_size") and the step 16 from
+ * 256 on.  V1 keeps only sizes up to max_num_batched_tokens. */
 uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
                               uint64_t *largest)
 {
     uint32_t ver = j->stack.vllm;
-    bool v0 = vllm_era_v0(vllm_era(ver));
+    bool v0 = vllm_era_v0(vllm_era(ver)), small_always = false;
     uint64_t top = 512, n = 0, last = 0;
-    if (v0)
-        top = seqs < 256 ? seqs : 256;
-    else if (!ver || ver >= GM_VERSION(0, 10, 0))
+    if (v0) {
+        top = seqs <= 2 ? seqs : seqs <= 4 ? 4 : est_div_up(seqs, 8) * 8;
+        if (top > 256)
+            top = 256;
+    } else if (!ver || ver >= GM_VERSION(0, 10, 0)) {
         top = 2 * seqs < 512 ? 2 * seqs : 512;
-    if (!v0 && tokens < top)
-        top = tokens;
-    for (uint64_t b = 1; b <= top;) {
-        n++;
-        last = b;
+        small_always = ver && ver < GM_VERSION(0, 11, 0);
+    }
+    for (uint64_t b = 1; b <= 512;) {
+        bool in = b <= top || (small_always && b <= 4);
+        if (in && (v0 || b <= tokens)) {
+            n++;
+            last = b;
+        }
+        if (b > top && b >= 4)
+            break;
         b = b < 8 ? (b == 4 ? 8 : 2 * b)
                   : b + ((!ver || ver >= GM_VERSION(0, 11, 0)) && b >= 256 ? 16 : 8);
     }

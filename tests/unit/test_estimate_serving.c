@@ -1243,13 +1243,22 @@ static void test_vllm_graph_capture_by_version(void **state)
     assert_int_equal(top, 256);
     assert_int_equal(est_vllm_graph_sizes(&j, 2048, 16, &top), 5);
     assert_int_equal(top, 16);
+    /* V0 pads max_num_seqs as a batch: 100 sequences capture up to 104, 3 up to 4 */
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 100, &top), 16);
+    assert_int_equal(top, 104);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 3, &top), 3);
+    assert_int_equal(top, 4);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 1);
+    assert_int_equal(top, 1);
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.8.4 --gpu A100-80GB", &j);
     assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 67);
     assert_int_equal(top, 512);
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
     assert_int_equal(est_vllm_graph_sizes(&j, 2048, 256, &top), 67);
-    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 2);
-    assert_int_equal(top, 2);
+    /* 0.10 keeps 1, 2 and 4 above a top of 2 ("cudagraph_capture_sizes": [4, 2, 1] in the
+     * 0.10.2 log of row v039, max_num_seqs 1) */
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 3);
+    assert_int_equal(top, 4);
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.11 --gpu A100-80GB", &j);
     assert_int_equal(est_vllm_graph_sizes(&j, 2048, 256, &top), 51);
     assert_int_equal(top, 512);
@@ -1257,6 +1266,13 @@ static void test_vllm_graph_capture_by_version(void **state)
     assert_int_equal(top, 256);
     assert_int_equal(est_vllm_graph_sizes(&j, 64, 256, &top), 11);
     assert_int_equal(top, 64);
+    /* from 0.11 1, 2 and 4 only up to the top: max_num_seqs 1 captures 1 and 2 */
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 2);
+    assert_int_equal(top, 2);
+    /* max_num_seqs 16 at 0.26 (row v038's log: sizes [1, 2, 4, 8, 16, 24, 32]) */
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.26.1 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 16, &top), 7);
+    assert_int_equal(top, 32);
 
     /* 0.10.1, Qwen2.5-7B: 67 sizes x (28 layers + 1) pieces, and the pool of 512 tokens
      * through one layer at its MLP's peak (gate+up, activation, three hidden-sized) */
