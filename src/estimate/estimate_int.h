@@ -438,6 +438,9 @@ uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p);
  * sequences, by --vllm-version; the largest in *largest. */
 uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_t seqs,
                               uint64_t *largest);
+/* The full-model CUDA graphs vLLM captures: one per size in V0, one per decode batch size up
+ * to max_num_seqs in V1 from 0.11 (FULL_AND_PIECEWISE), none in V1 before. */
+uint64_t est_vllm_full_graphs(const struct gm_job *job, uint64_t tokens, uint64_t seqs);
 /* Whether vLLM runs its model runner V2 for the job (version and model kind), and the bytes
  * per logit its profile-run sampler holds (stage_engine.c gives the code of each). */
 bool est_vllm_runner_v2(const struct gm_job *job, const struct gm_model *m);

@@ -298,8 +298,8 @@ static uint64_t profile_activations(const struct gm_model *m, uint64_t tokens, u
  * and 4 whatever the top; from 0.11 (vllm/config/vllm.py, set_cudagraph_sizes) 1, 2, 4 only up
  * to the top ("i for i in [1, 2, 4] if i <= max_cudagraph_capture_size") and the step 16 from
  * 256 on.  V1 keeps only sizes up to max_num_batched_tokens. */
-uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
-                              uint64_t *largest)
+static uint64_t graph_sizes_upto(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
+                                 uint64_t limit, uint64_t *largest)
 {
     uint32_t ver = j->stack.vllm;
     bool v0 = vllm_era_v0(vllm_era(ver)), small_always = false;
@@ -313,7 +313,7 @@ uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t 
         small_always = ver && ver < GM_VERSION(0, 11, 0);
     }
     for (uint64_t b = 1; b <= 512;) {
-        bool in = b <= top || (small_always && b <= 4);
+        bool in = (b <= top || (small_always && b <= 4)) && b <= limit;
         if (in && (v0 || b <= tokens)) {
             n++;
             last = b;
@@ -327,22 +327,55 @@ uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t 
     return n;
 }
 
+uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
+                              uint64_t *largest)
+{
+    return graph_sizes_upto(j, tokens, seqs, UINT64_MAX, largest);
+}
+
+/* The full-model graphs vLLM captures besides (V1) or instead of (V0) piecewise ones.  V0
+ * captures one graph of the whole model per size.  V1 from 0.11 defaults to cudagraph_mode
+ * FULL_AND_PIECEWISE: piecewise graphs for mixed prefill-decode batches and, for batches of
+ * decodes only, one full graph per capture size up to max_num_seqs (the 0.10.2 log of row v039
+ * prints "cudagraph_mode":1, PIECEWISE; the 0.11.0 log of v029 "cudagraph_mode":[2,1] and
+ * "Capturing CUDA graphs (decode, FULL)" for its 19 sizes up to max_num_seqs 128; 0.13, 0.17
+ * and 0.26 logs likewise).  Returns the number of full graphs; 0 before 0.11 in V1. */
+uint64_t est_vllm_full_graphs(const struct gm_job *j, uint64_t tokens, uint64_t seqs)
+{
+    uint32_t ver = j->stack.vllm;
+    uint64_t largest;
+    if (vllm_era_v0(vllm_era(ver)))
+        return est_vllm_graph_sizes(j, tokens, seqs, &largest);
+    if (ver && ver < GM_VERSION(0, 11, 0))
+        return 0;
+    return graph_sizes_upto(j, tokens, seqs, seqs, &largest);
+}
+
 /* The CUDA-graph memory of vLLM: every captured size runs the model in pieces split at
- * attention (V1's piecewise graphs, layers + 1 per size; V0's one graph per size holds the
- * same kernels), and all graphs share one memory pool, which holds the largest size's
- * intermediates once (graphs are captured largest first).  The driver's share per captured
- * layer-piece is GRAPH_PIECE_BYTES, not a vLLM setting: it is set from the two 0.10.1
- * single-GPU rows of tests/data/validation/vllm_startup_logs.csv (v023, v024: Qwen2.5-7B,
- * 67 sizes x 29 pieces, 0.5 GiB, less the pool) and judged on the other rows. */
-#define GRAPH_PIECE_BYTES (235 * GM_KIB)
+ * attention (V1's piecewise graphs, layers + 1 per size) or as one full graph of the same
+ * kernels (V0; V1's decode graphs from 0.11, est_vllm_full_graphs), and all graphs share one
+ * memory pool, which holds the largest size's intermediates once (graphs are captured largest
+ * first).  The driver's memory per captured layer is not a vLLM setting, and a piecewise graph
+ * pays its fixed cost once per piece where a full graph pays it once: GRAPH_PIECE_BYTES per
+ * layer-piece is set from the two 0.10.1 single-GPU rows of
+ * tests/data/validation/vllm_startup_logs.csv (v023, v024: Qwen2.5-7B, 67 sizes x 29 pieces,
+ * 0.5 GiB, less the pool), GRAPH_FULL_LAYER_BYTES per layer of a full graph from the one V0
+ * row (v011, vLLM 0.6.5, phi-4: 35 sizes x 41 layers, 0.27 GiB, less the pool); both are judged
+ * on the other rows. */
+#define GRAPH_PIECE_BYTES      (235 * GM_KIB)
+#define GRAPH_FULL_LAYER_BYTES (173 * GM_KIB)
 
 static uint64_t vllm_graph_bytes(const struct gm_job *j, const struct gm_model *m, uint64_t tokens,
-                                 uint64_t seqs, uint64_t t, uint64_t *sizes, uint64_t *largest)
+                                 uint64_t seqs, uint64_t t, uint64_t *sizes, uint64_t *largest,
+                                 uint64_t *full)
 {
-    uint64_t pieces;
+    uint64_t layers = est_div_up(m->n_layers, j->parallel.pp) + 1, piecewise;
     *sizes = est_vllm_graph_sizes(j, tokens, seqs, largest);
-    pieces = gm_mul_sat(*sizes, est_div_up(m->n_layers, j->parallel.pp) + 1);
-    return gm_add_sat(gm_mul_sat(pieces, GRAPH_PIECE_BYTES), profile_activations(m, *largest, t));
+    *full = est_vllm_full_graphs(j, tokens, seqs);
+    piecewise = vllm_era_v0(vllm_era(j->stack.vllm)) ? 0 : *sizes;
+    return gm_add_sat(gm_add_sat(gm_mul_sat(gm_mul_sat(piecewise, layers), GRAPH_PIECE_BYTES),
+                                 gm_mul_sat(gm_mul_sat(*full, layers), GRAPH_FULL_LAYER_BYTES)),
+                      profile_activations(m, *largest, t));
 }
 
 /* How the job's GPUs serve it, said once: N GPUs as one copy in tensor parallelism (--gpus
@@ -679,7 +712,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
              graphs, per_token, T, kv_heads, need, pool, layers, ca, logged,
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
-             graph_largest = 0;
+             graph_largest = 0, graph_full = 0;
     unsigned kvb100, per_logit;
     enum vllm_sampler sampler_kind;
     enum gm_dtype kvt;
@@ -764,8 +797,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                                           64.0 * (double)GM_MIB, 0.5 * (double)GM_GIB)),
                   ca);
     logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca);
-    graphs = v->cuda_graph_bytes ? v->cuda_graph_bytes
-                                 : vllm_graph_bytes(j, m, T, seqs, t, &graph_sizes, &graph_largest);
+    graphs = v->cuda_graph_bytes
+                 ? v->cuda_graph_bytes
+                 : vllm_graph_bytes(j, m, T, seqs, t, &graph_sizes, &graph_largest, &graph_full);
     if (v->enforce_eager)
         graphs = 0;
     else
@@ -822,12 +856,18 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                                               "(outside gpu_memory_utilization)",
                       err)))
         return st;
-    if (graphs && graph_sizes)
+    if (graphs && graph_sizes && vllm_era_v0(era))
         est_assume(e,
-                   "vLLM CUDA graphs: %llu batch sizes up to %llu, each in %llu pieces, sharing "
+                   "vLLM CUDA graphs: %llu batch sizes up to %llu, one full graph each, sharing "
+                   "one pool",
+                   (unsigned long long)graph_sizes, (unsigned long long)graph_largest);
+    else if (graphs && graph_sizes)
+        est_assume(e,
+                   "vLLM CUDA graphs: %llu batch sizes up to %llu, each in %llu pieces%s, sharing "
                    "one pool",
                    (unsigned long long)graph_sizes, (unsigned long long)graph_largest,
-                   (unsigned long long)(est_div_up(m->n_layers, pp) + 1));
+                   (unsigned long long)(est_div_up(m->n_layers, pp) + 1),
+                   graph_full ? ", and a full graph for each decode batch up to max_num_seqs" : "");
     if (m->kv_lora_rank)
         est_assume(e,
                    "KV cache: MLA latent of %llu + %llu values per token and layer, %s, on every "

@@ -1274,6 +1274,32 @@ static void test_vllm_graph_capture_by_version(void **state)
     assert_int_equal(est_vllm_graph_sizes(&j, 2048, 16, &top), 7);
     assert_int_equal(top, 32);
 
+    /* full-model graphs: from 0.11 (FULL_AND_PIECEWISE) one per decode size up to
+     * max_num_seqs (v038's log: "PIECEWISE=7 (largest=32), FULL=5 (largest=16)"; v029's 0.11.0
+     * log: 35 piecewise sizes and 19 full ones at max_num_seqs 128); none in V1 before 0.11;
+     * V0's graphs are all full */
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 16), 5);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.11.0 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 19);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.2 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 0);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.6.5 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 256), 35);
+    /* 0.11, max_num_seqs 128, Qwen2.5-7B: 35 sizes x 29 pieces at 235 KiB, 19 full graphs of
+     * 29 layer-pieces at 173 KiB, and the pool of 256 tokens through one layer */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.11.0 --gpu A100-80GB --max-num-seqs 128", &j);
+    run(&j, &est);
+    bytes = 0;
+    for (size_t i = 0; i < est->n_components; i++)
+        if (est->components[i].kind == GM_KIND_ENGINE_POOL)
+            bytes = est->components[i].bytes;
+    assert_int_equal(bytes, 35ull * 29 * 235 * 1024 + 19ull * 29 * 173 * 1024 +
+                                256ull * (18944 * 3 + 3 * 3584) * 2);
+    assert_true(assumed(est, "and a full graph for each decode batch up to max_num_seqs"));
+    gm_estimate_free(est);
+    est = NULL;
+
     /* 0.10.1, Qwen2.5-7B: 67 sizes x (28 layers + 1) pieces, and the pool of 512 tokens
      * through one layer at its MLP's peak (gate+up, activation, three hidden-sized) */
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
