@@ -288,6 +288,34 @@ static uint64_t profile_activations(const struct gm_model *m, uint64_t tokens, u
     return gm_mul_sat(gm_mul_sat(tokens, per_tok), 2);
 }
 
+/* vLLM's plain AWQ kernel (AWQLinearMethod.apply, vllm/model_executor/layers/quantization/
+ * awq.py @ b82662d): from 256 tokens ("FP16_MATMUL_HEURISTIC_CONDITION = x.shape[:-1].numel()
+ * >= 256") it dequantises the layer's whole weight to fp16 (ops.awq_dequantize) for a
+ * torch.matmul.  vLLM runs it for an AWQ checkpoint where its Marlin kernel does not (compute
+ * capability below 8.0) or where the server was given --quantization awq (its log: "Detected
+ * that the model can run with awq_marlin, however you specified quantization=awq explicitly, so
+ * forcing awq"): --quant-kernel gemm.  Dense layers only (MoE experts take other methods). */
+static bool vllm_awq_plain(const struct est_ctx *cx)
+{
+    enum gm_quant_kernel k = cx->job->numerics.quant_kernel;
+    if (!cx->quant || cx->quant->method != GM_QUANT_AWQ || cx->m->n_experts)
+        return false;
+    return k == GM_QKERNEL_GEMM ||
+           (k == GM_QKERNEL_AUTO && cx->job->gpu.sm && cx->job->gpu.sm < 80);
+}
+
+/* The plain AWQ kernel's peak over 'tokens' tokens on one of 't' GPUs (0 below 256 tokens): at
+ * the largest linear, the fused gate_up_proj (MergedColumnParallelLinear, 2 x ffn / t columns),
+ * its dequantised fp16 weight beside the matmul's input, the residual and the output. */
+static uint64_t vllm_awq_dequant_peak(const struct gm_model *m, uint64_t tokens, uint64_t t)
+{
+    uint64_t cols = (m->gated_mlp ? 2 : 1) * m->intermediate / t;
+    if (tokens < 256)
+        return 0;
+    return gm_mul_sat(
+        gm_add_sat(gm_mul_sat(tokens, cols + 2 * m->hidden), gm_mul_sat(m->hidden, cols)), 2);
+}
+
 /* The batch sizes vLLM captures CUDA graphs for, by version (count returned, the largest
  * in *largest).  V0 (vllm/worker/model_runner.py, _BATCH_SIZES_TO_CAPTURE at 0.6.6): 1, 2, 4
  * and the multiples of 8 to 256, up to max_num_seqs padded as a batch is (PR #2437;
@@ -365,17 +393,21 @@ uint64_t est_vllm_full_graphs(const struct gm_job *j, uint64_t tokens, uint64_t 
 #define GRAPH_PIECE_BYTES      (235 * GM_KIB)
 #define GRAPH_FULL_LAYER_BYTES (173 * GM_KIB)
 
-static uint64_t vllm_graph_bytes(const struct gm_job *j, const struct gm_model *m, uint64_t tokens,
-                                 uint64_t seqs, uint64_t t, uint64_t *sizes, uint64_t *largest,
-                                 uint64_t *full)
+static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint64_t seqs,
+                                 uint64_t t, uint64_t *sizes, uint64_t *largest, uint64_t *full)
 {
-    uint64_t layers = est_div_up(m->n_layers, j->parallel.pp) + 1, piecewise;
+    const struct gm_job *j = cx->job;
+    const struct gm_model *m = cx->m;
+    uint64_t layers = est_div_up(m->n_layers, j->parallel.pp) + 1, piecewise, pool;
     *sizes = est_vllm_graph_sizes(j, tokens, seqs, largest);
     *full = est_vllm_full_graphs(j, tokens, seqs);
     piecewise = vllm_era_v0(vllm_era(j->stack.vllm)) ? 0 : *sizes;
+    pool = profile_activations(m, *largest, t);
+    if (vllm_awq_plain(cx) && vllm_awq_dequant_peak(m, *largest, t) > pool)
+        pool = vllm_awq_dequant_peak(m, *largest, t);
     return gm_add_sat(gm_add_sat(gm_mul_sat(gm_mul_sat(piecewise, layers), GRAPH_PIECE_BYTES),
                                  gm_mul_sat(gm_mul_sat(*full, layers), GRAPH_FULL_LAYER_BYTES)),
-                      profile_activations(m, *largest, t));
+                      pool);
 }
 
 /* How the job's GPUs serve it, said once: N GPUs as one copy in tensor parallelism (--gpus
@@ -768,6 +800,15 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         w = gm_add_sat(gm_mul_div_u64(w > ends ? w - ends : 0, layers, m->n_layers), end);
     }
     act = profile_activations(m, T, t);
+    if (vllm_awq_plain(cx) && vllm_awq_dequant_peak(m, T, t) > act) {
+        act = vllm_awq_dequant_peak(m, T, t);
+        est_assume(e,
+                   "vLLM's plain AWQ kernel: from 256 tokens each linear's weight is dequantised "
+                   "to fp16 for a matmul, at most %.2f GiB (gate_up_proj), in the profile run and "
+                   "the CUDA-graph pool",
+                   (double)(2 * m->hidden * ((m->gated_mlp ? 2 : 1) * m->intermediate / t)) /
+                       (double)GM_GIB);
+    }
     /* the sampling GPU samples the whole vocabulary (the logits are gathered over tp): every
      * GPU, or rank 0 alone from 0.2.7 to 0.7 at tp >= 2 (vllm_worker_peak gives the others') */
     sampler_kind = vllm_sampler(j, m);
@@ -799,7 +840,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca);
     graphs = v->cuda_graph_bytes
                  ? v->cuda_graph_bytes
-                 : vllm_graph_bytes(j, m, T, seqs, t, &graph_sizes, &graph_largest, &graph_full);
+                 : vllm_graph_bytes(cx, T, seqs, t, &graph_sizes, &graph_largest, &graph_full);
     if (v->enforce_eager)
         graphs = 0;
     else

@@ -134,6 +134,73 @@ static void test_vllm_max_len_from_rope_scaling(void **state)
     est = NULL;
 }
 
+/* vLLM's plain AWQ kernel (AWQLinearMethod.apply): from 256 tokens it dequantises each linear's
+ * whole weight to fp16 for a matmul, so the profile run and the CUDA-graph pool hold the largest
+ * one, the fused gate_up_proj, beside its input, the residual and its output.  Taken with
+ * --quant-kernel gemm (the log's "forcing awq") or below compute capability 8.0 (no Marlin);
+ * Marlin otherwise, which dequantises nothing. */
+static void test_vllm_awq_plain_kernel(void **state)
+{
+    struct gm_job j;
+    const uint64_t h = 5120, cols = 2 * 13824, T = 2048;
+    uint64_t dq = (T * (cols + 2 * h) + h * cols) * 2, graphs = 0, graphs_marlin = 0;
+    (void)state;
+    /* Qwen2.5-14B AWQ, one sequence so that the forward, not the sampler, is the peak */
+    job_make("qwen2.5-14b",
+             "--infer --engine vllm --quant awq --quant-kernel gemm --vllm-version 0.13.0 "
+             "--gpu-memory 23.99 --max-model-len 8192 --max-num-seqs 1",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.max_num_batched_tokens, T);
+    assert_int_equal(est->serving.activation_peak_bytes, dq);
+    assert_true(assumed(est, "vLLM's plain AWQ kernel"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* the default at 23.99 GiB (no compute capability known) is Marlin: no copy */
+    job_make("qwen2.5-14b",
+             "--infer --engine vllm --quant awq --vllm-version 0.13.0 --gpu-memory 23.99 "
+             "--max-model-len 8192 --max-num-seqs 1",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.activation_peak_bytes, T * (3 * 13824 + 3 * h) * 2);
+    assert_false(assumed(est, "vLLM's plain AWQ kernel"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* the graph pool: 256 sequences capture up to 512 tokens, where the copy beside 512
+     * tokens outweighs the layer's activations */
+    job_make("qwen2.5-14b",
+             "--infer --engine vllm --quant awq --quant-kernel gemm --vllm-version 0.13.0 "
+             "--gpu-memory 23.99 --max-model-len 8192",
+             &j);
+    run(&j, &est);
+    for (size_t i = 0; i < est->n_components; i++)
+        if (est->components[i].kind == GM_KIND_ENGINE_POOL)
+            graphs = est->components[i].bytes;
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("qwen2.5-14b",
+             "--infer --engine vllm --quant awq --quant-kernel marlin --vllm-version 0.13.0 "
+             "--gpu-memory 23.99 --max-model-len 8192",
+             &j);
+    run(&j, &est);
+    for (size_t i = 0; i < est->n_components; i++)
+        if (est->components[i].kind == GM_KIND_ENGINE_POOL)
+            graphs_marlin = est->components[i].bytes;
+    gm_estimate_free(est);
+    est = NULL;
+    assert_int_equal(graphs - graphs_marlin,
+                     (512 * (cols + 2 * h) + h * cols) * 2 - 512ull * (3 * 13824 + 3 * h) * 2);
+    /* a T4 (compute capability 7.5) has no Marlin: the plain kernel by default */
+    job_make("qwen2.5-14b",
+             "--infer --engine vllm --quant awq --vllm-version 0.13.0 --gpu T4 --gpus 2 "
+             "--max-model-len 4096 --max-num-seqs 1",
+             &j);
+    run(&j, &est);
+    assert_true(assumed(est, "vLLM's plain AWQ kernel"));
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 /* SGLang: its default static share for the GPU, the pool what the weights leave of it. */
 static void test_sglang_pool(void **state)
 {
@@ -1336,6 +1403,7 @@ int main(void)
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
         cmocka_unit_test(test_vllm_max_len_from_rope_scaling),
+        cmocka_unit_test(test_vllm_awq_plain_kernel),
         cmocka_unit_test(test_vllm_profile_forward_peak),
         cmocka_unit_test(test_vllm_v0_workers_without_sampler),
         cmocka_unit_test(test_vllm_non_torch_by_version),
