@@ -206,6 +206,18 @@ struct gm_vision {
     bool rms_norm;         /* Qwen2.5-VL: RMSNorm; otherwise LayerNorm with bias */
 };
 
+/* The rope_scaling type of a config.json (its "rope_type", or "type" in older configs): how
+ * the rotary frequencies are stretched, and so, for an engine, how far the positions reach. */
+enum gm_rope_scaling {
+    GM_ROPE_NONE = 0, /* no rope_scaling (or rope_type "default") */
+    GM_ROPE_LINEAR,   /* "linear": positions divided by factor (deepseek-coder, gemma-3) */
+    GM_ROPE_DYNAMIC,  /* "dynamic": NTK-aware, stretched past max_position_embeddings */
+    GM_ROPE_YARN,     /* "yarn": original_max_position_embeddings x factor */
+    GM_ROPE_LLAMA3,   /* "llama3": max_position_embeddings already the scaled length */
+    GM_ROPE_LONGROPE, /* "longrope" / "su" (Phi-3): likewise */
+    GM_ROPE_OTHER     /* another type (mrope, ...): its factor, when given, kept */
+};
+
 /* How a model's layers combine attention (a KV cache), linear attention (a recurrent state)
  * and the MLP. */
 enum gm_layer_mix {
@@ -254,6 +266,10 @@ struct gm_model {
     uint64_t n_params_file;     /* exact count from tensor headers, 0 = unknown */
     uint64_t weight_bytes_file; /* bytes of the weights in a file, 0 = unknown */
     bool qk_norm;               /* RMSNorm (head_dim weights) on q and k (qwen3) */
+    /* ---- rotary position scaling (config.json rope_scaling, as the file gives it) ---- */
+    enum gm_rope_scaling rope_scaling; /* its type, GM_ROPE_NONE without one */
+    double rope_factor;                /* its factor, 0 when absent */
+    uint64_t rope_original_positions;  /* its original_max_position_embeddings, 0 when absent */
     /* ---- encoders and encoder-decoders ---- */
     uint64_t n_decoder_layers; /* encoder-decoder: decoder layers (n_layers: encoder layers) */
     uint64_t rel_attn_buckets; /* T5: relative-position buckets (first layer of each stack) */

@@ -438,12 +438,18 @@ uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p);
  * sequences, by --vllm-version; the largest in *largest. */
 uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_t seqs,
                               uint64_t *largest);
+/* The full-model CUDA graphs vLLM captures: one per size in V0, one per decode batch size up
+ * to max_num_seqs in V1 from 0.11 (FULL_AND_PIECEWISE), none in V1 before. */
+uint64_t est_vllm_full_graphs(const struct gm_job *job, uint64_t tokens, uint64_t seqs);
 /* Whether vLLM runs its model runner V2 for the job (version and model kind), and the bytes
  * per logit its profile-run sampler holds (stage_engine.c gives the code of each). */
 bool est_vllm_runner_v2(const struct gm_job *job, const struct gm_model *m);
 unsigned est_vllm_sampler_bytes_per_logit(const struct gm_job *job, const struct gm_model *m);
 void est_vllm_batch(const struct gm_job *job, uint64_t max_model_len, uint64_t *tokens,
                     uint64_t *seqs);
+/* The max_model_len vLLM derives from the model's positions and its rope_scaling when none is
+ * given (0 when the model gives no positions). */
+uint64_t est_vllm_max_len(const struct gm_model *m);
 
 /* Whether 't'-way tensor parallelism splits the model's heads: the query heads evenly,
  * the KV heads evenly or replicated when there are fewer of them than t. */

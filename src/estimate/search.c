@@ -70,9 +70,13 @@ enum gm_status est_search(const struct gm_job *job, enum gm_search what, struct 
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--max-batch / --max-context need a GPU: give --gpu or --gpu-memory");
     /* A context beyond the model's positions is not a useful answer. */
-    if ((what == GM_SEARCH_CONTEXT || what == GM_SEARCH_MAX_MODEL_LEN) && m && m->max_positions &&
-        m->max_positions < limit) {
-        limit = m->max_positions;
+    /* vLLM's own limit on max_model_len stretches the positions by rope_scaling */
+    uint64_t positions = m ? m->max_positions : 0;
+    if (m && what == GM_SEARCH_MAX_MODEL_LEN && job->engine.kind == GM_ENGINE_VLLM)
+        positions = est_vllm_max_len(m);
+    if ((what == GM_SEARCH_CONTEXT || what == GM_SEARCH_MAX_MODEL_LEN) && positions &&
+        positions < limit) {
+        limit = positions;
         if (what == GM_SEARCH_CONTEXT && job->mode == GM_EST_INFER &&
             limit > job->workload.new_tokens)
             limit -= job->workload.new_tokens;

@@ -148,14 +148,39 @@ uint64_t est_engine_sequences(const struct gm_job *j, const struct gm_estimate *
     return cap && seqs > cap ? cap : seqs;
 }
 
+/* The max_model_len vLLM derives from the model when none is given (_get_and_verify_max_len,
+ * vllm/config/model.py @ 0052a5b; the same rule in vllm/config.py since the 0.2 releases):
+ * max_position_embeddings, times rope_scaling's factor unless the type is "su", "longrope" or
+ * "llama3" (whose max_position_embeddings is already the scaled length) or the model is a
+ * Gemma 3 ("Gemma3's max_model_len (128K) is already scaled by RoPE scaling"); for "yarn"
+ * original_max_position_embeddings times the factor.  deepseek-coder-6.7b's 16384 positions
+ * with linear scaling x4 give 65536. */
+uint64_t est_vllm_max_len(const struct gm_model *m)
+{
+    uint64_t len = m->max_positions;
+    enum gm_rope_scaling k = m->rope_scaling;
+    if (k == GM_ROPE_NONE || k == GM_ROPE_LLAMA3 || k == GM_ROPE_LONGROPE ||
+        m->arch == GM_ARCH_GEMMA3 || !(m->rope_factor > 0))
+        return len;
+    if (k == GM_ROPE_YARN && m->rope_original_positions)
+        len = m->rope_original_positions;
+    return (uint64_t)((double)len * m->rope_factor);
+}
+
+/* The first release whose OpenAI server turns chunked prefill on by itself above 32768
+ * positions: PR #6666 ("Enable chunked prefill by default for long context models", merged
+ * 2024-07-23, the day 0.5.3 was tagged; taken from 0.5.4, the first release tagged after it).
+ * Before it the V0 scheduler batches max(max_model_len, 2048) tokens whatever the length. */
+#define VLLM_AUTO_CHUNKED_PREFILL GM_VERSION(0, 5, 4)
+
 /* vLLM's batch defaults (the profile run pushes max_num_batched_tokens tokens through the
  * model, then samples max_num_seqs sequences).  V0, before 0.8 (vllm/config.py
  * SchedulerConfig.__post_init__ at 0.6.6.post1): max(max_model_len, 2048) tokens, or 2048
- * with chunked prefill, which the OpenAI server turns on above 32768 positions; 256
- * sequences.  V1, the default engine from 0.8 (vllm/engine/arg_utils.py, the OpenAI server's
- * entries): 2048 tokens and 256 sequences, and from 0.9 (PR #17885) 8192 and 1024 on a GPU
- * of 70 GiB or more that is not an A100 (the only sm_80 card that large); max_num_seqs at
- * most max_num_batched_tokens.  Settings given win. */
+ * with chunked prefill, which the OpenAI server turns on above 32768 positions from 0.5.4
+ * (VLLM_AUTO_CHUNKED_PREFILL); 256 sequences.  V1, the default engine from 0.8
+ * (vllm/engine/arg_utils.py, the OpenAI server's entries): 2048 tokens and 256 sequences, and
+ * from 0.9 (PR #17885) 8192 and 1024 on a GPU of 70 GiB or more that is not an A100 (the only
+ * sm_80 card that large); max_num_seqs at most max_num_batched_tokens.  Settings given win. */
 void est_vllm_batch(const struct gm_job *j, uint64_t max_model_len, uint64_t *tokens,
                     uint64_t *seqs)
 {
@@ -163,7 +188,8 @@ void est_vllm_batch(const struct gm_job *j, uint64_t max_model_len, uint64_t *to
     uint32_t ver = j->stack.vllm;
     uint64_t t, n = 256;
     if (vllm_era_v0(vllm_era(ver))) {
-        t = max_model_len > 32768 ? 2048 : max_model_len > 2048 ? max_model_len : 2048;
+        bool chunked = max_model_len > 32768 && (!ver || ver >= VLLM_AUTO_CHUNKED_PREFILL);
+        t = chunked ? 2048 : max_model_len > 2048 ? max_model_len : 2048;
     } else {
         bool big = (!ver || ver >= GM_VERSION(0, 9, 0)) && vllm_total_bytes(j) >= 70 * GM_GIB &&
                    j->gpu.sm != 80;
@@ -262,28 +288,66 @@ static uint64_t profile_activations(const struct gm_model *m, uint64_t tokens, u
     return gm_mul_sat(gm_mul_sat(tokens, per_tok), 2);
 }
 
+/* vLLM's plain AWQ kernel (AWQLinearMethod.apply, vllm/model_executor/layers/quantization/
+ * awq.py @ b82662d): from 256 tokens ("FP16_MATMUL_HEURISTIC_CONDITION = x.shape[:-1].numel()
+ * >= 256") it dequantises the layer's whole weight to fp16 (ops.awq_dequantize) for a
+ * torch.matmul.  vLLM runs it for an AWQ checkpoint where its Marlin kernel does not (compute
+ * capability below 8.0) or where the server was given --quantization awq (its log: "Detected
+ * that the model can run with awq_marlin, however you specified quantization=awq explicitly, so
+ * forcing awq"): --quant-kernel gemm.  Dense layers only (MoE experts take other methods). */
+static bool vllm_awq_plain(const struct est_ctx *cx)
+{
+    enum gm_quant_kernel k = cx->job->numerics.quant_kernel;
+    if (!cx->quant || cx->quant->method != GM_QUANT_AWQ || cx->m->n_experts)
+        return false;
+    return k == GM_QKERNEL_GEMM ||
+           (k == GM_QKERNEL_AUTO && cx->job->gpu.sm && cx->job->gpu.sm < 80);
+}
+
+/* The plain AWQ kernel's peak over 'tokens' tokens on one of 't' GPUs (0 below 256 tokens): at
+ * the largest linear, the fused gate_up_proj (MergedColumnParallelLinear, 2 x ffn / t columns),
+ * its dequantised fp16 weight beside the matmul's input, the residual and the output. */
+static uint64_t vllm_awq_dequant_peak(const struct gm_model *m, uint64_t tokens, uint64_t t)
+{
+    uint64_t cols = (m->gated_mlp ? 2 : 1) * m->intermediate / t;
+    if (tokens < 256)
+        return 0;
+    return gm_mul_sat(
+        gm_add_sat(gm_mul_sat(tokens, cols + 2 * m->hidden), gm_mul_sat(m->hidden, cols)), 2);
+}
+
 /* The batch sizes vLLM captures CUDA graphs for, by version (count returned, the largest
  * in *largest).  V0 (vllm/worker/model_runner.py, _BATCH_SIZES_TO_CAPTURE at 0.6.6): 1, 2, 4
- * and the multiples of 8 to 256, up to max_num_seqs (PR #2437).  V1 0.8 to 0.9
+ * and the multiples of 8 to 256, up to max_num_seqs padded as a batch is (PR #2437;
+ * _get_max_graph_batch_size: 1, 2, 4, else up to a multiple of 8, at most 256).  V1 0.8 to 0.9
  * (vllm/config.py SchedulerConfig.cuda_graph_sizes = [512]): 1, 2, 4 and the multiples of 8
- * to 512.  From 0.10 (PR #20628) the largest is min(2 x max_num_seqs, 512), and from 0.11
- * (vllm/config/vllm.py, set_cudagraph_sizes) the step is 16 from 256 on.  V1 keeps only
- * sizes up to max_num_batched_tokens. */
-uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
-                              uint64_t *largest)
+ * to 512.  From 0.10 (PR #20628) the top is min(2 x max_num_seqs, 512), the list still
+ * "[1, 2, 4] + [i for i in range(8, cuda_graph_sizes[0] + 1, 8)]" (vllm/config.py), so 1, 2
+ * and 4 whatever the top; from 0.11 (vllm/config/vllm.py, set_cudagraph_sizes) 1, 2, 4 only up
+ * to the top ("i for i in [1, 2, 4] if i <= max_cudagraph_capture_size") and the step 16 from
+ * 256 on.  V1 keeps only sizes up to max_num_batched_tokens. */
+static uint64_t graph_sizes_upto(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
+                                 uint64_t limit, uint64_t *largest)
 {
     uint32_t ver = j->stack.vllm;
-    bool v0 = vllm_era_v0(vllm_era(ver));
+    bool v0 = vllm_era_v0(vllm_era(ver)), small_always = false;
     uint64_t top = 512, n = 0, last = 0;
-    if (v0)
-        top = seqs < 256 ? seqs : 256;
-    else if (!ver || ver >= GM_VERSION(0, 10, 0))
+    if (v0) {
+        top = seqs <= 2 ? seqs : seqs <= 4 ? 4 : est_div_up(seqs, 8) * 8;
+        if (top > 256)
+            top = 256;
+    } else if (!ver || ver >= GM_VERSION(0, 10, 0)) {
         top = 2 * seqs < 512 ? 2 * seqs : 512;
-    if (!v0 && tokens < top)
-        top = tokens;
-    for (uint64_t b = 1; b <= top;) {
-        n++;
-        last = b;
+        small_always = ver && ver < GM_VERSION(0, 11, 0);
+    }
+    for (uint64_t b = 1; b <= 512;) {
+        bool in = (b <= top || (small_always && b <= 4)) && b <= limit;
+        if (in && (v0 || b <= tokens)) {
+            n++;
+            last = b;
+        }
+        if (b > top && b >= 4)
+            break;
         b = b < 8 ? (b == 4 ? 8 : 2 * b)
                   : b + ((!ver || ver >= GM_VERSION(0, 11, 0)) && b >= 256 ? 16 : 8);
     }
@@ -291,22 +355,59 @@ uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t 
     return n;
 }
 
-/* The CUDA-graph memory of vLLM: every captured size runs the model in pieces split at
- * attention (V1's piecewise graphs, layers + 1 per size; V0's one graph per size holds the
- * same kernels), and all graphs share one memory pool, which holds the largest size's
- * intermediates once (graphs are captured largest first).  The driver's share per captured
- * layer-piece is GRAPH_PIECE_BYTES, not a vLLM setting: it is set from the two 0.10.1
- * single-GPU rows of tests/data/validation/vllm_startup_logs.csv (v023, v024: Qwen2.5-7B,
- * 67 sizes x 29 pieces, 0.5 GiB, less the pool) and judged on the other rows. */
-#define GRAPH_PIECE_BYTES (235 * GM_KIB)
-
-static uint64_t vllm_graph_bytes(const struct gm_job *j, const struct gm_model *m, uint64_t tokens,
-                                 uint64_t seqs, uint64_t t, uint64_t *sizes, uint64_t *largest)
+uint64_t est_vllm_graph_sizes(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
+                              uint64_t *largest)
 {
-    uint64_t pieces;
+    return graph_sizes_upto(j, tokens, seqs, UINT64_MAX, largest);
+}
+
+/* The full-model graphs vLLM captures besides (V1) or instead of (V0) piecewise ones.  V0
+ * captures one graph of the whole model per size.  V1 from 0.11 defaults to cudagraph_mode
+ * FULL_AND_PIECEWISE: piecewise graphs for mixed prefill-decode batches and, for batches of
+ * decodes only, one full graph per capture size up to max_num_seqs (the 0.10.2 log of row v039
+ * prints "cudagraph_mode":1, PIECEWISE; the 0.11.0 log of v029 "cudagraph_mode":[2,1] and
+ * "Capturing CUDA graphs (decode, FULL)" for its 19 sizes up to max_num_seqs 128; 0.13, 0.17
+ * and 0.26 logs likewise).  Returns the number of full graphs; 0 before 0.11 in V1. */
+uint64_t est_vllm_full_graphs(const struct gm_job *j, uint64_t tokens, uint64_t seqs)
+{
+    uint32_t ver = j->stack.vllm;
+    uint64_t largest;
+    if (vllm_era_v0(vllm_era(ver)))
+        return est_vllm_graph_sizes(j, tokens, seqs, &largest);
+    if (ver && ver < GM_VERSION(0, 11, 0))
+        return 0;
+    return graph_sizes_upto(j, tokens, seqs, seqs, &largest);
+}
+
+/* The CUDA-graph memory of vLLM: every captured size runs the model in pieces split at
+ * attention (V1's piecewise graphs, layers + 1 per size) or as one full graph of the same
+ * kernels (V0; V1's decode graphs from 0.11, est_vllm_full_graphs), and all graphs share one
+ * memory pool, which holds the largest size's intermediates once (graphs are captured largest
+ * first).  The driver's memory per captured layer is not a vLLM setting, and a piecewise graph
+ * pays its fixed cost once per piece where a full graph pays it once: GRAPH_PIECE_BYTES per
+ * layer-piece is set from the two 0.10.1 single-GPU rows of
+ * tests/data/validation/vllm_startup_logs.csv (v023, v024: Qwen2.5-7B, 67 sizes x 29 pieces,
+ * 0.5 GiB, less the pool), GRAPH_FULL_LAYER_BYTES per layer of a full graph from the one V0
+ * row (v011, vLLM 0.6.5, phi-4: 35 sizes x 41 layers, 0.27 GiB, less the pool); both are judged
+ * on the other rows. */
+#define GRAPH_PIECE_BYTES      (235 * GM_KIB)
+#define GRAPH_FULL_LAYER_BYTES (173 * GM_KIB)
+
+static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint64_t seqs,
+                                 uint64_t t, uint64_t *sizes, uint64_t *largest, uint64_t *full)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_model *m = cx->m;
+    uint64_t layers = est_div_up(m->n_layers, j->parallel.pp) + 1, piecewise, pool;
     *sizes = est_vllm_graph_sizes(j, tokens, seqs, largest);
-    pieces = gm_mul_sat(*sizes, est_div_up(m->n_layers, j->parallel.pp) + 1);
-    return gm_add_sat(gm_mul_sat(pieces, GRAPH_PIECE_BYTES), profile_activations(m, *largest, t));
+    *full = est_vllm_full_graphs(j, tokens, seqs);
+    piecewise = vllm_era_v0(vllm_era(j->stack.vllm)) ? 0 : *sizes;
+    pool = profile_activations(m, *largest, t);
+    if (vllm_awq_plain(cx) && vllm_awq_dequant_peak(m, *largest, t) > pool)
+        pool = vllm_awq_dequant_peak(m, *largest, t);
+    return gm_add_sat(gm_add_sat(gm_mul_sat(gm_mul_sat(piecewise, layers), GRAPH_PIECE_BYTES),
+                                 gm_mul_sat(gm_mul_sat(*full, layers), GRAPH_FULL_LAYER_BYTES)),
+                      pool);
 }
 
 /* How the job's GPUs serve it, said once: N GPUs as one copy in tensor parallelism (--gpus
@@ -643,7 +744,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
              graphs, per_token, T, kv_heads, need, pool, layers, ca, logged,
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
-             graph_largest = 0;
+             graph_largest = 0, graph_full = 0;
     unsigned kvb100, per_logit;
     enum vllm_sampler sampler_kind;
     enum gm_dtype kvt;
@@ -662,7 +763,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
      * pipeline stage holds its layers */
     kv_heads = m->n_kv_heads >= t ? m->n_kv_heads / t : 1;
     layers = est_div_up(m->n_layers, pp);
-    sv->max_model_len = engine_len(j, m, v->max_model_len);
+    sv->max_model_len = v->max_model_len ? v->max_model_len : est_vllm_max_len(m);
+    if (!sv->max_model_len)
+        sv->max_model_len = engine_len(j, m, 0);
     est_vllm_batch(j, sv->max_model_len, &T, &seqs);
     sv->max_num_batched_tokens = T;
     sv->max_num_seqs = seqs;
@@ -697,6 +800,15 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         w = gm_add_sat(gm_mul_div_u64(w > ends ? w - ends : 0, layers, m->n_layers), end);
     }
     act = profile_activations(m, T, t);
+    if (vllm_awq_plain(cx) && vllm_awq_dequant_peak(m, T, t) > act) {
+        act = vllm_awq_dequant_peak(m, T, t);
+        est_assume(e,
+                   "vLLM's plain AWQ kernel: from 256 tokens each linear's weight is dequantised "
+                   "to fp16 for a matmul, at most %.2f GiB (gate_up_proj), in the profile run and "
+                   "the CUDA-graph pool",
+                   (double)(2 * m->hidden * ((m->gated_mlp ? 2 : 1) * m->intermediate / t)) /
+                       (double)GM_GIB);
+    }
     /* the sampling GPU samples the whole vocabulary (the logits are gathered over tp): every
      * GPU, or rank 0 alone from 0.2.7 to 0.7 at tp >= 2 (vllm_worker_peak gives the others') */
     sampler_kind = vllm_sampler(j, m);
@@ -726,8 +838,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                                           64.0 * (double)GM_MIB, 0.5 * (double)GM_GIB)),
                   ca);
     logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca);
-    graphs = v->cuda_graph_bytes ? v->cuda_graph_bytes
-                                 : vllm_graph_bytes(j, m, T, seqs, t, &graph_sizes, &graph_largest);
+    graphs = v->cuda_graph_bytes
+                 ? v->cuda_graph_bytes
+                 : vllm_graph_bytes(cx, T, seqs, t, &graph_sizes, &graph_largest, &graph_full);
     if (v->enforce_eager)
         graphs = 0;
     else
@@ -784,12 +897,18 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                                               "(outside gpu_memory_utilization)",
                       err)))
         return st;
-    if (graphs && graph_sizes)
+    if (graphs && graph_sizes && vllm_era_v0(era))
         est_assume(e,
-                   "vLLM CUDA graphs: %llu batch sizes up to %llu, each in %llu pieces, sharing "
+                   "vLLM CUDA graphs: %llu batch sizes up to %llu, one full graph each, sharing "
+                   "one pool",
+                   (unsigned long long)graph_sizes, (unsigned long long)graph_largest);
+    else if (graphs && graph_sizes)
+        est_assume(e,
+                   "vLLM CUDA graphs: %llu batch sizes up to %llu, each in %llu pieces%s, sharing "
                    "one pool",
                    (unsigned long long)graph_sizes, (unsigned long long)graph_largest,
-                   (unsigned long long)(est_div_up(m->n_layers, pp) + 1));
+                   (unsigned long long)(est_div_up(m->n_layers, pp) + 1),
+                   graph_full ? ", and a full graph for each decode batch up to max_num_seqs" : "");
     if (m->kv_lora_rank)
         est_assume(e,
                    "KV cache: MLA latent of %llu + %llu values per token and layer, %s, on every "

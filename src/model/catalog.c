@@ -601,17 +601,19 @@ static const struct entry catalog[] = {
     /* Models of the public vLLM start-up logs (tests/data/validation), each from its published
      * config.json: microsoft/phi-4 (Phi3ForCausalLM: 40 heads, 10 KV heads, untied, no
      * sliding window), deepseek-ai/deepseek-coder-6.7b-instruct (LlamaForCausalLM, 32 KV heads,
-     * 16384 positions by linear RoPE scaling x4), mistralai/Mistral-7B-Instruct-v0.2
-     * (Mistral-7B-v0.1's layout without its sliding window, 32768 positions) and
-     * moonshotai/Kimi-K2-Thinking (DeepseekV3's layout with 64 heads, 384 experts, one dense
-     * layer, a 163840 vocabulary). */
+     * max_position_embeddings 16384 with rope_scaling {"type": "linear", "factor": 4.0}),
+     * mistralai/Mistral-7B-Instruct-v0.2 (Mistral-7B-v0.1's layout without its sliding window,
+     * 32768 positions) and moonshotai/Kimi-K2-Thinking (DeepseekV3's layout with 64 heads, 384
+     * experts, one dense layer, a 163840 vocabulary). */
     {"microsoft/phi-4", "phi-4 phi4",
      LLAMA_LIKE("phi-4", "phi3", GM_ARCH_PHI3, 5120, 40, 40, 10, 128, 17920, 100352, 16384, false,
                 BF16)},
     {"deepseek-ai/deepseek-coder-6.7b-instruct",
      "deepseek-coder-6.7b deepseek-coder-6.7b-base deepseek-ai/deepseek-coder-6.7b-base",
-     LLAMA_LIKE("deepseek-coder-6.7b-instruct", "llama", GM_ARCH_LLAMA, 4096, 32, 32, 32, 128,
-                11008, 32256, 16384, false, BF16)},
+     {BASE("deepseek-coder-6.7b-instruct", "llama", GM_ARCH_LLAMA, 4096, 32, 32, 32, 128, 11008,
+           32256, 16384),
+      STD, .norm = GM_NORM_RMS, .act = GM_ACT_SILU, .gated_mlp = true, .dtype = BF16,
+      .rope_scaling = GM_ROPE_LINEAR, .rope_factor = 4.0}},
     {"mistralai/Mistral-7B-Instruct-v0.2", "mistral-7b-instruct-v0.2 mistral-7b-v0.2",
      LLAMA_LIKE("Mistral-7B-Instruct-v0.2", "mistral", GM_ARCH_MISTRAL, 4096, 32, 32, 8, 128, 14336,
                 32000, 32768, false, BF16)},

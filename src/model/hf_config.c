@@ -6,6 +6,7 @@
  *   common     hidden_size num_hidden_layers num_attention_heads num_key_value_heads
  *              head_dim intermediate_size vocab_size max_position_embeddings
  *              tie_word_embeddings torch_dtype|dtype sliding_window attention_dropout
+ *              rope_scaling {rope_type|type, factor, original_max_position_embeddings}
  *   gpt2       n_embd n_layer n_head n_inner (null: 4*n_embd) n_positions attn_pdrop resid_pdrop
  *   gpt_bigcode  the gpt2 keys + multi_query (one KV head)
  *   bert, roberta, xlm-roberta  type_vocab_size hidden_dropout_prob
@@ -528,6 +529,45 @@ static uint64_t array_count_str(struct reader *r, const char *key, const char *v
             n++;
     }
     return n;
+}
+
+/* rope_scaling: its type ("rope_type", or "type" in configs saved before transformers 4.45),
+ * "factor" and "original_max_position_embeddings".  The block stays as the file gives it: what
+ * it means for the positions an engine serves is the engine's rule (stage_engine.c). */
+static void read_rope_scaling(struct reader *r, struct gm_model *m)
+{
+    static const struct {
+        const char *name;
+        enum gm_rope_scaling kind;
+    } kinds[] = {
+        {"default", GM_ROPE_NONE}, {"linear", GM_ROPE_LINEAR}, {"dynamic", GM_ROPE_DYNAMIC},
+        {"yarn", GM_ROPE_YARN},    {"llama3", GM_ROPE_LLAMA3}, {"longrope", GM_ROPE_LONGROPE},
+        {"su", GM_ROPE_LONGROPE},
+    };
+    json_t *rs = json_object_get(r->root, "rope_scaling"), *f, *o;
+    const char *type;
+    if (!json_is_object(rs))
+        return; /* null or absent: no scaling */
+    type = json_string_value(json_object_get(rs, "rope_type"));
+    if (!type)
+        type = json_string_value(json_object_get(rs, "type"));
+    m->rope_scaling = GM_ROPE_OTHER;
+    for (size_t i = 0; type && i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(type, kinds[i].name))
+            m->rope_scaling = kinds[i].kind;
+    f = json_object_get(rs, "factor");
+    if (f && !json_is_null(f)) {
+        if (!json_is_number(f) || !(json_number_value(f) > 0) || json_number_value(f) > 1e6) {
+            if (r->st == GM_OK)
+                r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
+                                "'rope_scaling.factor' must be a positive number up to 1e6");
+            return;
+        }
+        m->rope_factor = json_number_value(f);
+    }
+    o = json_object_get(rs, "original_max_position_embeddings");
+    if (json_is_integer(o) && json_integer_value(o) > 0)
+        m->rope_original_positions = (uint64_t)json_integer_value(o);
 }
 
 /* Which layers slide a window, by family. */
@@ -1245,6 +1285,7 @@ static enum gm_status parse_root(struct reader *r, struct gm_model *m)
     m->dtype = gm_dtype_parse(s);
 
     sliding_layers(r, m);
+    read_rope_scaling(r, m);
     read_family(r, m);
     read_quant(json_object_get(r->top, "quantization_config"), &m->quant);
     m->text_only = r->top != r->root;

@@ -71,6 +71,136 @@ static void test_gpus_are_tensor_parallel(void **state)
     assert_non_null(strstr(err.msg, "--replicas"));
 }
 
+/* vLLM's max_model_len when none is given (_get_and_verify_max_len, vllm/config/model.py @
+ * 0052a5b): max_position_embeddings times rope_scaling's factor, except for "llama3", "longrope"
+ * and Gemma 3, whose positions are already the scaled length; "yarn" scales
+ * original_max_position_embeddings.  And the V0 profile run of such a length: before 0.5.4 the
+ * scheduler batches the whole max_model_len (chunked prefill turned on above 32768 positions
+ * only from PR #6666). */
+static void test_vllm_max_len_from_rope_scaling(void **state)
+{
+    struct gm_job j;
+    struct gm_model m;
+    uint64_t t, n;
+    (void)state;
+    gm_model_init(&m);
+    m.max_positions = 16384;
+    assert_int_equal(est_vllm_max_len(&m), 16384); /* no rope_scaling */
+    m.rope_scaling = GM_ROPE_LINEAR;
+    m.rope_factor = 4.0;
+    assert_int_equal(est_vllm_max_len(&m), 65536);
+    m.rope_scaling = GM_ROPE_DYNAMIC;
+    assert_int_equal(est_vllm_max_len(&m), 65536);
+    m.rope_scaling = GM_ROPE_LLAMA3; /* Llama 3.1: 131072 already scaled */
+    assert_int_equal(est_vllm_max_len(&m), 16384);
+    m.rope_scaling = GM_ROPE_LONGROPE;
+    assert_int_equal(est_vllm_max_len(&m), 16384);
+    m.rope_scaling = GM_ROPE_LINEAR; /* Gemma 3: linear x8 on 131072, not applied */
+    m.arch = GM_ARCH_GEMMA3;
+    assert_int_equal(est_vllm_max_len(&m), 16384);
+    m.arch = GM_ARCH_LLAMA;
+    m.rope_scaling = GM_ROPE_YARN; /* DeepSeek-V3: 4096 x 40 */
+    m.rope_factor = 40.0;
+    m.rope_original_positions = 4096;
+    m.max_positions = 163840;
+    assert_int_equal(est_vllm_max_len(&m), 163840);
+    m.rope_original_positions = 0; /* yarn without it: max_position_embeddings x factor */
+    m.max_positions = 4096;
+    assert_int_equal(est_vllm_max_len(&m), 163840);
+
+    /* the catalog's deepseek-coder-6.7b (linear x4) at vLLM 0.5.0: max_model_len 65536, and the
+     * profile run batches all 65536 tokens (no chunked prefill before 0.5.4) */
+    job_make("deepseek-ai/deepseek-coder-6.7b-instruct",
+             "--infer --engine vllm --vllm-version 0.5.0 --gpu T4 --gpus 2", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.max_model_len, 65536);
+    assert_int_equal(est->serving.max_num_batched_tokens, 65536);
+    gm_estimate_free(est);
+    est = NULL;
+    est_vllm_batch(&j, 65536, &t, &n);
+    assert_int_equal(t, 65536);
+    /* from 0.5.4 the OpenAI server chunks prefills of 2048 above 32768 positions */
+    job_make("deepseek-ai/deepseek-coder-6.7b-instruct",
+             "--infer --engine vllm --vllm-version 0.5.4 --gpu T4 --gpus 2", &j);
+    est_vllm_batch(&j, 65536, &t, &n);
+    assert_int_equal(t, 2048);
+    /* a max_model_len given wins */
+    job_make("deepseek-ai/deepseek-coder-6.7b-instruct",
+             "--infer --engine vllm --vllm-version 0.5.0 --gpu T4 --gpus 2 --max-model-len 8192",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.max_model_len, 8192);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
+/* vLLM's plain AWQ kernel (AWQLinearMethod.apply): from 256 tokens it dequantises each linear's
+ * whole weight to fp16 for a matmul, so the profile run and the CUDA-graph pool hold the largest
+ * one, the fused gate_up_proj, beside its input, the residual and its output.  Taken with
+ * --quant-kernel gemm (the log's "forcing awq") or below compute capability 8.0 (no Marlin);
+ * Marlin otherwise, which dequantises nothing. */
+static void test_vllm_awq_plain_kernel(void **state)
+{
+    struct gm_job j;
+    const uint64_t h = 5120, cols = 2 * 13824, T = 2048;
+    uint64_t dq = (T * (cols + 2 * h) + h * cols) * 2, graphs = 0, graphs_marlin = 0;
+    (void)state;
+    /* Qwen2.5-14B AWQ, one sequence so that the forward, not the sampler, is the peak */
+    job_make("qwen2.5-14b",
+             "--infer --engine vllm --quant awq --quant-kernel gemm --vllm-version 0.13.0 "
+             "--gpu-memory 23.99 --max-model-len 8192 --max-num-seqs 1",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.max_num_batched_tokens, T);
+    assert_int_equal(est->serving.activation_peak_bytes, dq);
+    assert_true(assumed(est, "vLLM's plain AWQ kernel"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* the default at 23.99 GiB (no compute capability known) is Marlin: no copy */
+    job_make("qwen2.5-14b",
+             "--infer --engine vllm --quant awq --vllm-version 0.13.0 --gpu-memory 23.99 "
+             "--max-model-len 8192 --max-num-seqs 1",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.activation_peak_bytes, T * (3 * 13824 + 3 * h) * 2);
+    assert_false(assumed(est, "vLLM's plain AWQ kernel"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* the graph pool: 256 sequences capture up to 512 tokens, where the copy beside 512
+     * tokens outweighs the layer's activations */
+    job_make("qwen2.5-14b",
+             "--infer --engine vllm --quant awq --quant-kernel gemm --vllm-version 0.13.0 "
+             "--gpu-memory 23.99 --max-model-len 8192",
+             &j);
+    run(&j, &est);
+    for (size_t i = 0; i < est->n_components; i++)
+        if (est->components[i].kind == GM_KIND_ENGINE_POOL)
+            graphs = est->components[i].bytes;
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("qwen2.5-14b",
+             "--infer --engine vllm --quant awq --quant-kernel marlin --vllm-version 0.13.0 "
+             "--gpu-memory 23.99 --max-model-len 8192",
+             &j);
+    run(&j, &est);
+    for (size_t i = 0; i < est->n_components; i++)
+        if (est->components[i].kind == GM_KIND_ENGINE_POOL)
+            graphs_marlin = est->components[i].bytes;
+    gm_estimate_free(est);
+    est = NULL;
+    assert_int_equal(graphs - graphs_marlin,
+                     (512 * (cols + 2 * h) + h * cols) * 2 - 512ull * (3 * 13824 + 3 * h) * 2);
+    /* a T4 (compute capability 7.5) has no Marlin: the plain kernel by default */
+    job_make("qwen2.5-14b",
+             "--infer --engine vllm --quant awq --vllm-version 0.13.0 --gpu T4 --gpus 2 "
+             "--max-model-len 4096 --max-num-seqs 1",
+             &j);
+    run(&j, &est);
+    assert_true(assumed(est, "vLLM's plain AWQ kernel"));
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 /* SGLang: its default static share for the GPU, the pool what the weights leave of it. */
 static void test_sglang_pool(void **state)
 {
@@ -1180,13 +1310,22 @@ static void test_vllm_graph_capture_by_version(void **state)
     assert_int_equal(top, 256);
     assert_int_equal(est_vllm_graph_sizes(&j, 2048, 16, &top), 5);
     assert_int_equal(top, 16);
+    /* V0 pads max_num_seqs as a batch: 100 sequences capture up to 104, 3 up to 4 */
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 100, &top), 16);
+    assert_int_equal(top, 104);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 3, &top), 3);
+    assert_int_equal(top, 4);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 1);
+    assert_int_equal(top, 1);
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.8.4 --gpu A100-80GB", &j);
     assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 67);
     assert_int_equal(top, 512);
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
     assert_int_equal(est_vllm_graph_sizes(&j, 2048, 256, &top), 67);
-    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 2);
-    assert_int_equal(top, 2);
+    /* 0.10 keeps 1, 2 and 4 above a top of 2 ("cudagraph_capture_sizes": [4, 2, 1] in the
+     * 0.10.2 log of row v039, max_num_seqs 1) */
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 3);
+    assert_int_equal(top, 4);
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.11 --gpu A100-80GB", &j);
     assert_int_equal(est_vllm_graph_sizes(&j, 2048, 256, &top), 51);
     assert_int_equal(top, 512);
@@ -1194,6 +1333,39 @@ static void test_vllm_graph_capture_by_version(void **state)
     assert_int_equal(top, 256);
     assert_int_equal(est_vllm_graph_sizes(&j, 64, 256, &top), 11);
     assert_int_equal(top, 64);
+    /* from 0.11 1, 2 and 4 only up to the top: max_num_seqs 1 captures 1 and 2 */
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 2);
+    assert_int_equal(top, 2);
+    /* max_num_seqs 16 at 0.26 (row v038's log: sizes [1, 2, 4, 8, 16, 24, 32]) */
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.26.1 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 16, &top), 7);
+    assert_int_equal(top, 32);
+
+    /* full-model graphs: from 0.11 (FULL_AND_PIECEWISE) one per decode size up to
+     * max_num_seqs (v038's log: "PIECEWISE=7 (largest=32), FULL=5 (largest=16)"; v029's 0.11.0
+     * log: 35 piecewise sizes and 19 full ones at max_num_seqs 128); none in V1 before 0.11;
+     * V0's graphs are all full */
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 16), 5);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.11.0 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 19);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.2 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 0);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.6.5 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 256), 35);
+    /* 0.11, max_num_seqs 128, Qwen2.5-7B: 35 sizes x 29 pieces at 235 KiB, 19 full graphs of
+     * 29 layer-pieces at 173 KiB, and the pool of 256 tokens through one layer */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.11.0 --gpu A100-80GB --max-num-seqs 128", &j);
+    run(&j, &est);
+    bytes = 0;
+    for (size_t i = 0; i < est->n_components; i++)
+        if (est->components[i].kind == GM_KIND_ENGINE_POOL)
+            bytes = est->components[i].bytes;
+    assert_int_equal(bytes, 35ull * 29 * 235 * 1024 + 19ull * 29 * 173 * 1024 +
+                                256ull * (18944 * 3 + 3 * 3584) * 2);
+    assert_true(assumed(est, "and a full graph for each decode batch up to max_num_seqs"));
+    gm_estimate_free(est);
+    est = NULL;
 
     /* 0.10.1, Qwen2.5-7B: 67 sizes x (28 layers + 1) pieces, and the pool of 512 tokens
      * through one layer at its MLP's peak (gate+up, activation, three hidden-sized) */
@@ -1230,6 +1402,8 @@ int main(void)
         cmocka_unit_test(test_read_commands),
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
+        cmocka_unit_test(test_vllm_max_len_from_rope_scaling),
+        cmocka_unit_test(test_vllm_awq_plain_kernel),
         cmocka_unit_test(test_vllm_profile_forward_peak),
         cmocka_unit_test(test_vllm_v0_workers_without_sampler),
         cmocka_unit_test(test_vllm_non_torch_by_version),

@@ -628,6 +628,51 @@ static enum gm_status parse(const char *json, struct gm_model *m, struct gm_erro
     return gm_model_parse_hf_config(json, strlen(json), m, err);
 }
 
+/* rope_scaling as config.json gives it: the type under "rope_type" or the older "type", its
+ * factor and original_max_position_embeddings; null means none; a factor that is not a
+ * positive number is refused. */
+static void test_rope_scaling(void **state)
+{
+    static const char *const head = "{\"model_type\": \"llama\", \"hidden_size\": 64, "
+                                    "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, "
+                                    "\"vocab_size\": 10, \"intermediate_size\": 8, "
+                                    "\"max_position_embeddings\": 16384, \"rope_scaling\": ";
+    static const struct {
+        const char *block;
+        enum gm_rope_scaling kind;
+        double factor;
+        uint64_t original;
+    } cases[] = {
+        {"null}", GM_ROPE_NONE, 0, 0},
+        {"{\"factor\": 4.0, \"type\": \"linear\"}}", GM_ROPE_LINEAR, 4.0, 0},
+        {"{\"rope_type\": \"dynamic\", \"factor\": 2}}", GM_ROPE_DYNAMIC, 2.0, 0},
+        {"{\"rope_type\": \"yarn\", \"factor\": 40, \"original_max_position_embeddings\": "
+         "4096}}",
+         GM_ROPE_YARN, 40.0, 4096},
+        {"{\"rope_type\": \"llama3\", \"factor\": 8.0}}", GM_ROPE_LLAMA3, 8.0, 0},
+        {"{\"type\": \"su\"}}", GM_ROPE_LONGROPE, 0, 0},
+        {"{\"type\": \"mrope\", \"mrope_section\": [16, 24, 24]}}", GM_ROPE_OTHER, 0, 0},
+        {"{\"rope_type\": \"default\"}}", GM_ROPE_NONE, 0, 0},
+    };
+    struct gm_model m;
+    struct gm_error err;
+    char json[512];
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(json, sizeof json, "%s%s", head, cases[i].block);
+        assert_int_equal(parse(json, &m, &err), GM_OK);
+        assert_int_equal(m.rope_scaling, cases[i].kind);
+        assert_true(m.rope_factor == cases[i].factor);
+        assert_int_equal(m.rope_original_positions, cases[i].original);
+        assert_int_equal(m.max_positions, 16384);
+    }
+    snprintf(json, sizeof json, "%s%s", head, "{\"type\": \"linear\", \"factor\": \"4\"}}");
+    assert_int_equal(parse(json, &m, &err), GM_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "rope_scaling.factor"));
+    snprintf(json, sizeof json, "%s%s", head, "{\"type\": \"linear\", \"factor\": -1}}");
+    assert_int_equal(parse(json, &m, &err), GM_ERR_FORMAT);
+}
+
 static void test_bad_configs(void **state)
 {
     struct gm_model m;
@@ -850,6 +895,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_config_fixture_fields),
     cmocka_unit_test(test_moe_layouts_from_module_shapes),
     cmocka_unit_test(test_vision_language_configs),
+    cmocka_unit_test(test_rope_scaling),
 };
 
 /* the real config.json files */
