@@ -8,9 +8,9 @@ logits block: the trace that settles it").
 Needs a GPU and a Python with the stack of the run it stands for; nothing here runs in the
 test suite.  For fms-acceleration's Liger table (scripts/benchmarks/refs/requirements_liger.txt
 at 733992a): torch 2.4.1, transformers 4.45.2, accelerate 1.0.1, peft 0.13.2 and, for
---loss foak, fms-acceleration-foak installed from that commit
-(pip install "git+https://github.com/foundation-model-stack/fms-acceleration.git@733992a\
-#subdirectory=plugins/fused-ops-and-kernels").
+--loss foak, fms-acceleration's framework and FOAK plugin installed from that commit (pip
+install of git+https://github.com/foundation-model-stack/fms-acceleration.git@733992a with
+#subdirectory=plugins/framework, then #subdirectory=plugins/fused-ops-and-kernels).
 
     python3 scripts/gpu-trace-loss.py --config Meta-Llama-3-8B/config.json \\
         --batch 4 --seq 4096 --lora --loss foak --steps 4 -o /tmp/trace
@@ -122,6 +122,9 @@ def main():
 
     steps_log = open(os.path.join(a.out, 'steps.txt'), 'w')
     step_ends = []  # trace entries recorded by the end of each step
+    steps_log.write('torch %s transformers %s attention %s loss %s lora %s batch %d seq %d layers %d vocab %d\n' % (
+        torch.__version__, transformers.__version__, cfg._attn_implementation, a.loss, a.lora, a.batch, a.seq,
+        cfg.num_hidden_layers, cfg.vocab_size))
     big = a.big << 20
 
     class Watch(TrainerCallback):
