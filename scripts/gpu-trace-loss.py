@@ -21,12 +21,15 @@ allocated).  The model is built from its config in bf16 on the host and moved to
 the Trainer, LoRA (rank 16, alpha 16,
 dropout 0.1 on q, k, v, o, fp32 adapters) as PEFT makes it, HF gradient checkpointing
 (reentrant, as transformers 4.45 sets it), and trained by transformers' Trainer with the
-arguments of fms-acceleration's defaults.yaml and scenarios-liger.yaml (bf16 autocast,
+arguments of fms-acceleration's defaults.yaml and scenarios-liger.yaml (bf16 autocast, or
+pure bf16 with --no-amp as the first table's full fine-tuning and LoRA runs,
 adamw_torch, warmup 10 steps, weight decay 0.01, adam_epsilon 1e-4) on packed sequences of
-exactly --seq random tokens, every label kept.  --loss foak swaps torch.nn.CrossEntropyLoss
-for FOAK's FastCrossEntropyLoss inside modeling_llama, which is what FOAK's rule
-llama-cross-ent does (models/llama.py at 733992a) before transformers 4.46; --loss hf keeps
-the model's own loss.  Fused RMSNorm / RoPE are not applied: they hold no logits-sized tensor.
+exactly --seq random tokens, every label kept.  --loss foak puts FOAK's unsloth
+cross-entropy where its rules do (models/llama.py, mistral.py): before transformers 4.46
+FastCrossEntropyLoss in place of CrossEntropyLoss in the model's module (rule llama-cross-ent
+at 733992a), from 4.46 FastForCausalLMLoss as the model's loss_function (rule
+llama-custom-loss at 24bdadb, for the first table's stack: transformers 4.48.1); --loss hf
+keeps the model's own loss.  Fused RMSNorm / RoPE are not applied: they hold no logits-sized tensor.
 
 It writes into the output folder:
   snapshot.pickle   torch.cuda.memory._dump_snapshot() at the end: every segment, every
@@ -61,38 +64,31 @@ def frames_text(frames, n=4):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--config', required=True, help="the model's config.json (a Llama-architecture model)")
+    ap.add_argument('--config', required=True, help="the model's config.json (Llama, Mistral)")
     ap.add_argument('--layers', type=int, default=0, help='override num_hidden_layers (0: as the config)')
     ap.add_argument('--batch', type=int, default=4)
     ap.add_argument('--seq', type=int, default=4096)
     ap.add_argument('--steps', type=int, default=4)
     ap.add_argument('--lora', action='store_true', help='LoRA rank 16 on q, k, v, o (else full fine-tuning)')
     ap.add_argument('--loss', choices=('foak', 'hf'), default='foak')
+    ap.add_argument('--no-amp', action='store_true',
+                    help='pure bf16, no autocast (the first table\'s full fine-tuning and LoRA runs)')
     ap.add_argument('--big', type=int, default=512, help='list segments of at least this many MiB (default 512)')
     ap.add_argument('-o', '--out', required=True, help='output folder (created)')
     a = ap.parse_args()
 
     import torch
     import transformers
-    from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainerCallback, TrainingArguments
+    from transformers import AutoConfig, AutoModelForCausalLM, Trainer, TrainerCallback, TrainingArguments
 
     if not torch.cuda.is_available():
         print('gpu-trace-loss: no CUDA device', file=sys.stderr)
         return 2
     os.makedirs(a.out, exist_ok=True)
-    if a.loss == 'foak':
-        # what FOAK's rule llama-cross-ent does: modeling_llama's CrossEntropyLoss becomes
-        # FastCrossEntropyLoss (transformers < 4.46 computes the loss in LlamaForCausalLM)
-        from fms_acceleration_foak.kernels.unsloth.cross_entropy_loss import FastCrossEntropyLoss
-        import transformers.models.llama.modeling_llama as ml
-        if not hasattr(ml, 'CrossEntropyLoss'):
-            print('gpu-trace-loss: this transformers (%s) has no CrossEntropyLoss in modeling_llama; '
-                  'FOAK patches ForCausalLMLoss there instead' % transformers.__version__, file=sys.stderr)
-            return 2
-        ml.CrossEntropyLoss = FastCrossEntropyLoss
 
     with open(a.config) as f:
-        cfg = LlamaConfig(**json.load(f))
+        raw = json.load(f)
+    cfg = AutoConfig.for_model(raw.pop('model_type'), **raw)
     if a.layers:
         cfg.num_hidden_layers = a.layers
     cfg.use_cache = False
@@ -101,8 +97,10 @@ def main():
     # moves it to the GPU parameter by parameter, as in the runs
     torch.manual_seed(0)
     torch.set_default_dtype(torch.bfloat16)
-    model = LlamaForCausalLM(cfg)
+    model = AutoModelForCausalLM.from_config(cfg)
     torch.set_default_dtype(torch.float32)
+    if a.loss == 'foak':
+        foak_loss(model)
     if a.lora:
         from peft import LoraConfig, get_peft_model
         # trl's SFTTrainer does this before get_peft_model under reentrant checkpointing
@@ -122,9 +120,9 @@ def main():
 
     steps_log = open(os.path.join(a.out, 'steps.txt'), 'w')
     step_ends = []  # trace entries recorded by the end of each step
-    steps_log.write('torch %s transformers %s attention %s loss %s lora %s batch %d seq %d layers %d vocab %d\n' % (
-        torch.__version__, transformers.__version__, cfg._attn_implementation, a.loss, a.lora, a.batch, a.seq,
-        cfg.num_hidden_layers, cfg.vocab_size))
+    steps_log.write('torch %s transformers %s attention %s loss %s lora %s amp %s batch %d seq %d layers %d vocab %d\n' % (
+        torch.__version__, transformers.__version__, cfg._attn_implementation, a.loss, a.lora, not a.no_amp, a.batch,
+        a.seq, cfg.num_hidden_layers, cfg.vocab_size))
     big = a.big << 20
 
     class Watch(TrainerCallback):
@@ -151,7 +149,7 @@ def main():
 
     args = TrainingArguments(
         output_dir=os.path.join(a.out, 'trainer'), per_device_train_batch_size=a.batch,
-        gradient_accumulation_steps=1, gradient_checkpointing=True, bf16=True, max_steps=a.steps,
+        gradient_accumulation_steps=1, gradient_checkpointing=True, bf16=not a.no_amp, max_steps=a.steps,
         learning_rate=2e-4 if a.lora else 2e-5, weight_decay=0.01, warmup_steps=10, adam_epsilon=1e-4,
         lr_scheduler_type='linear', optim='adamw_torch', logging_steps=10, save_strategy='no',
         report_to=[], skip_memory_metrics=False, dataloader_num_workers=0)
@@ -173,6 +171,27 @@ def main():
             f.write('\n'.join(frames_text(e.get('frames'), 8)) + '\n')
     print('gpu-trace-loss: wrote %s/{steps.txt,segments.txt,snapshot.pickle}' % a.out)
     return 0
+
+
+def foak_loss(model):
+    """Put FOAK's unsloth cross-entropy where its rule <model>-cross-ent / <model>-custom-loss
+    does (fms-acceleration models/llama.py, mistral.py at 733992a and 24bdadb)."""
+    import importlib
+    mod = importlib.import_module(type(model).__module__)
+    if not hasattr(type(model), 'loss_function'):
+        # transformers before 4.46: the model's forward builds CrossEntropyLoss() from its
+        # module; the rule swaps that name (it patches torch.nn.CrossEntropyLoss and reloads
+        # the module)
+        from fms_acceleration_foak.kernels.unsloth.cross_entropy_loss import FastCrossEntropyLoss
+        mod.CrossEntropyLoss = FastCrossEntropyLoss
+    else:
+        # from 4.46 the model calls self.loss_function, LOSS_MAPPING[self.loss_type]: the rule
+        # (replace_custom_loss_when_triggered) maps a type of its own to FastForCausalLMLoss
+        from fms_acceleration_foak.kernels.unsloth.cross_entropy_loss import FastForCausalLMLoss
+        from transformers.loss.loss_utils import LOSS_MAPPING
+        kind = '%s-custom-loss' % model.config.model_type
+        LOSS_MAPPING[kind] = FastForCausalLMLoss
+        model.loss_type = kind
 
 
 def _has_flash_attn():
