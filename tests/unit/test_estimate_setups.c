@@ -559,6 +559,37 @@ static void test_async_tp_workspace(void **state)
     gm_estimate_free(async);
 }
 
+/* Sequence parallelism as torch's TP plan runs it: the lm_head (ColwiseParallel with
+ * input_layouts=Shard(1)) all-gathers the final norm's sharded output and F.linear saves the
+ * whole sequence for the weight's gradient, T x hidden x 2 B (2 x 4096 tokens x 4096 x 2 B =
+ * 64 MiB) where the sharded half (32 MiB) was counted: 32 MiB more at the loss.  Megatron's
+ * sequence-parallel linear keeps the shard and gathers it again in backward, and without
+ * sequence parallelism the input is already whole. */
+static void test_sequence_parallel_head_input(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
+    struct gm_estimate *r = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    (void)state;
+    train_job(&j, m);
+    j.workload.batch = 2;
+    j.workload.seq = 4096;
+    j.parallel.gpus = 2;
+    j.parallel.tp = 2;
+    j.parallel.sequence_parallel = true;
+    assert_int_equal(gm_estimate_run(&j, &r, &e), GM_OK);
+    assert_int_equal(component(r, "head_input_gathered"), 32 * GM_MIB);
+    j.parallel.sequence_parallel = false;
+    assert_int_equal(gm_estimate_run(&j, &r, &e), GM_OK);
+    assert_int_equal(component(r, "head_input_gathered"), UINT64_MAX);
+    j.parallel.sequence_parallel = true;
+    assert_int_equal(gm_job_set(&j, "stack", "megatron", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &r, &e), GM_OK);
+    assert_int_equal(component(r, "head_input_gathered"), UINT64_MAX);
+    gm_estimate_free(r);
+}
+
 static void test_llamacpp_kv(void **state)
 {
     struct gm_model m;
@@ -735,6 +766,7 @@ int main(void)
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_pipeline_interleaved),
         cmocka_unit_test(test_async_tp_workspace),
+        cmocka_unit_test(test_sequence_parallel_head_input),
         cmocka_unit_test(test_llamacpp_kv),
         cmocka_unit_test(test_llamacpp_engine),
         cmocka_unit_test(test_vllm),
