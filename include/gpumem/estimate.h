@@ -994,6 +994,7 @@ const char *gm_quant_kernel_name(enum gm_quant_kernel k);
 const char *gm_precision_name(enum gm_precision p);
 const char *gm_optimizer_name(enum gm_optimizer o);
 const char *gm_shard_name(enum gm_shard s);
+const char *gm_pp_schedule_name(enum gm_pp_schedule s);
 const char *gm_engine_name(enum gm_engine e);
 const char *gm_fit_reason_name(enum gm_fit_reason r);
 /* "fits", "borderline", "does_not_fit", "not_judged". */

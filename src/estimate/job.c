@@ -520,6 +520,11 @@ const char *gm_optimizer_name(enum gm_optimizer o)
     return (unsigned)o < GM_OPT__COUNT ? optimizer_choices[o] : "unknown";
 }
 
+const char *gm_pp_schedule_name(enum gm_pp_schedule s)
+{
+    return (unsigned)s < GM_PP__COUNT ? pp_schedule_choices[s] : "unknown";
+}
+
 const char *gm_engine_name(enum gm_engine e)
 {
     return (unsigned)e < GM_ENGINE__COUNT ? engine_choices[e] : "unknown";
