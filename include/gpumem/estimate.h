@@ -201,6 +201,13 @@ enum gm_shard {
     GM_SHARD__COUNT
 };
 
+/* The pipeline schedule (torch.distributed.pipelining), training with --pp. */
+enum gm_pp_schedule {
+    GM_PP_1F1B = 0,         /* Schedule1F1B: one stage per rank */
+    GM_PP_INTERLEAVED_1F1B, /* ScheduleInterleaved1F1B: looped stages, several per rank */
+    GM_PP__COUNT
+};
+
 enum gm_engine {
     GM_ENGINE_NONE = 0, /* the plain inference estimate (what generate() holds) */
     GM_ENGINE_HF,       /* transformers generate() */
@@ -321,16 +328,20 @@ struct gm_job_parallel {
     uint64_t gpus;          /* total GPUs; 0 = tp x pp */
     uint64_t gpus_per_node; /* 0 = min(gpus, 8) */
     enum gm_shard shard;
-    bool offload_optimizer;   /* optimizer state + fp32 master weights on the CPU */
-    bool offload_params;      /* ZeRO-3 / FSDP parameters on the CPU */
-    uint64_t tp;              /* tensor-parallel degree, 1 */
-    uint64_t pp;              /* pipeline stages (training, 1F1B schedule), 1 */
-    uint64_t cp;              /* context-parallel degree (training: each rank holds seq / cp
-                                 tokens, ring attention), 1 */
-    bool sequence_parallel;   /* Megatron sequence parallelism (with tp > 1) */
-    uint64_t bucket_elements; /* ZeRO reduce bucket, elements (5e8 DeepSpeed) */
-    bool zero_overlap_comm;   /* ZeRO-1/2 overlap_comm: the reduce bucket double-buffered */
-    bool ddp_bucket_view;     /* DDP gradient_as_bucket_view=True (no bucket copy) */
+    bool offload_optimizer;          /* optimizer state + fp32 master weights on the CPU */
+    bool offload_params;             /* ZeRO-3 / FSDP parameters on the CPU */
+    uint64_t tp;                     /* tensor-parallel degree, 1 */
+    uint64_t pp;                     /* pipeline ranks (training), 1 */
+    enum gm_pp_schedule pp_schedule; /* training with pp > 1: the schedule, GM_PP_1F1B */
+    uint64_t pp_stages_per_rank;     /* GM_PP_INTERLEAVED_1F1B: stages per rank, 2 */
+    uint64_t cp;                     /* context-parallel degree (training: each rank holds seq / cp
+                                        tokens, ring attention), 1 */
+    bool sequence_parallel;          /* Megatron sequence parallelism (with tp > 1) */
+    bool async_tp;                   /* torchtitan enable_async_tensor_parallel: Inductor's
+                                        micro-pipelined TP over a SymmetricMemory workspace */
+    uint64_t bucket_elements;        /* ZeRO reduce bucket, elements (5e8 DeepSpeed) */
+    bool zero_overlap_comm;          /* ZeRO-1/2 overlap_comm: the reduce bucket double-buffered */
+    bool ddp_bucket_view;            /* DDP gradient_as_bucket_view=True (no bucket copy) */
     /* memory techniques: FSDP version, resharding, expert parallelism */
     unsigned fsdp_version;      /* 1 FullyShardedDataParallel (flat parameters), 2 fully_shard */
     bool reshard_after_forward; /* FSDP: free the gathered layer after forward (default true;
@@ -652,8 +663,10 @@ enum gm_est_kind {
     GM_KIND_NON_TORCH,    /* vLLM's measured non-torch memory (NCCL, cuBLAS, ...) */
     GM_KIND_RESERVE,      /* weights mode: the flat reserve for everything else */
     /* memory techniques: outside the caching allocator too */
-    GM_KIND_MANAGED, /* cudaMallocManaged memory (bitsandbytes paged optimizer state): on the
-                        device, not in max_memory_allocated */
+    GM_KIND_MANAGED,  /* cudaMallocManaged memory (bitsandbytes paged optimizer state): on the
+                         device, not in max_memory_allocated */
+    GM_KIND_SYMM_MEM, /* SymmetricMemory workspace (AsyncTP), mapped with the driver API: on
+                         the device, not in max_memory_reserved */
     GM_KIND__COUNT
 };
 
@@ -981,6 +994,7 @@ const char *gm_quant_kernel_name(enum gm_quant_kernel k);
 const char *gm_precision_name(enum gm_precision p);
 const char *gm_optimizer_name(enum gm_optimizer o);
 const char *gm_shard_name(enum gm_shard s);
+const char *gm_pp_schedule_name(enum gm_pp_schedule s);
 const char *gm_engine_name(enum gm_engine e);
 const char *gm_fit_reason_name(enum gm_fit_reason r);
 /* "fits", "borderline", "does_not_fit", "not_judged". */
@@ -1146,6 +1160,13 @@ uint64_t gm_nf4_bytes(uint64_t n, uint64_t block, bool double_quant);
  * to 256). */
 enum gm_status gm_llamacpp_kv_bytes(const struct gm_model *m, uint32_t ggml_type, uint64_t tokens,
                                     uint64_t *bytes, struct gm_error *err);
+
+/* Forwards whose activations pipeline rank 'rank' of 'p' holds at its peak under torch's
+ * interleaved 1F1B (ScheduleInterleaved1F1B) with 'v' stages per rank and 'n_mb'
+ * micro-batches, counted in stage-forwards (one micro-batch through one of the rank's
+ * stages): the warmup's min((v - 1) x mpr + 2 (p - 1 - rank), n_mb x v), mpr = n_mb /
+ * max(1, n_mb / p), plus the 1F1B phase's forward before each backward; 0 for bad input. */
+uint64_t gm_est_pp_interleaved_in_flight(uint64_t p, uint64_t v, uint64_t n_mb, uint64_t rank);
 
 /* GPU catalog: memory as nvidia-smi reports the total (MiB-exact where known). */
 struct gm_gpu {

@@ -209,6 +209,7 @@ static const struct {
     [GM_KIND_NON_TORCH] = {"non_torch", true, GM_CATEGORY_OTHER},
     [GM_KIND_RESERVE] = {"reserve", true, GM_CATEGORY_OTHER},
     [GM_KIND_MANAGED] = {"managed", true, GM_CATEGORY_OTHER},
+    [GM_KIND_SYMM_MEM] = {"symm_mem", true, GM_CATEGORY_OTHER},
 };
 
 const char *gm_est_kind_name(enum gm_est_kind k)

@@ -44,7 +44,8 @@
     X(ALLOC_CONF) \
     X(QLORA) X(LORA_RANK) X(LORA_TARGETS) X(LORA_DROPOUT) X(NO_DOUBLE_QUANT) X(NO_FP32_UPCAST) \
     X(GPUS) X(GPUS_PER_NODE) X(ZERO) X(FSDP) X(OFFLOAD_OPTIMIZER) X(OFFLOAD_PARAMS) X(TP) X(PP) \
-    X(SEQUENCE_PARALLEL) X(BUCKET_ELEMENTS) X(ZERO_OVERLAP_COMM) X(DDP_BUCKET_VIEW) X(GRAD_ACCUM) X(PAGED_OPTIMIZER) \
+    X(PP_SCHEDULE) X(PP_STAGES_PER_RANK) \
+    X(SEQUENCE_PARALLEL) X(ASYNC_TP) X(BUCKET_ELEMENTS) X(ZERO_OVERLAP_COMM) X(DDP_BUCKET_VIEW) X(GRAD_ACCUM) X(PAGED_OPTIMIZER) \
     X(LARGEST_LAYER) X(ENGINE) X(GPU_MEMORY_UTILIZATION) X(MAX_MODEL_LEN) X(BLOCK_SIZE) \
     X(MAX_NUM_SEQS) X(MAX_NUM_BATCHED_TOKENS) X(ENFORCE_EAGER) X(NON_TORCH) X(UBATCH) \
     X(FLASH_ATTN) X(MAX_BATCH) X(MAX_CONTEXT) X(LOSS) X(LOSS_CHUNKS) X(CHECKPOINT_EVERY) \
@@ -520,6 +521,12 @@ double est_fragmentation(const struct gm_job *job);
 const struct gm_job_setting *est_setting(enum est_setting id);
 /* Whether gm_job_set() (or est_job_put()) was given setting 'id'. */
 bool est_given(const struct gm_job *job, enum est_setting id);
+/* Pipeline schedules (stage_pipeline.c).  The micro-batches of one step under --pp:
+ * --grad-accum when given, else the pipeline's degree (torchtitan's default
+ * pipeline_parallel_microbatches). */
+uint64_t est_pp_microbatches(const struct gm_job *j);
+/* AsyncTP's SymmetricMemory workspace on one GPU (stage_runtime.c), 0 without --async-tp. */
+uint64_t est_symm_mem_bytes(const struct gm_job *j, const struct gm_model *m);
 /* Mark or forget that setting 'id' was given (the suggestion engine changes settings). */
 void est_job_mark(struct gm_job *job, enum est_setting id, bool given);
 /* gm_job_set() of setting 'id' from its text. */

@@ -419,8 +419,8 @@ static bool extended(const struct gm_estimate_report *r)
     const struct gm_job *j = &r->job;
     return j->memory.adapter != GM_ADAPTER_NONE || j->parallel.shard != GM_SHARD_NONE ||
            j->parallel.offload_optimizer || j->parallel.offload_params ||
-           j->parallel.sequence_parallel || j->memory.paged_optimizer || r->searched ||
-           j->parallel.gpus > 1 || j->parallel.tp > 1 || j->parallel.pp > 1 ||
+           j->parallel.sequence_parallel || j->parallel.async_tp || j->memory.paged_optimizer ||
+           r->searched || j->parallel.gpus > 1 || j->parallel.tp > 1 || j->parallel.pp > 1 ||
            j->engine.kind != GM_ENGINE_NONE || j->workload.grad_accum > 1 ||
            j->memory.checkpointing == GM_CKPT_SELECTIVE || r->has_deepspeed;
 }
@@ -441,6 +441,11 @@ static void json_layout(struct gm_json *w, const struct gm_estimate_report *r)
     gm_json_kv_u64(w, "pp", j->parallel.pp);
     gm_json_kv_u64(w, "cp", j->parallel.cp);
     gm_json_kv_bool(w, "sequence_parallel", j->parallel.sequence_parallel);
+    gm_json_kv_bool(w, "async_tp", j->parallel.async_tp);
+    if (j->parallel.pp > 1 && j->mode == GM_EST_TRAIN)
+        gm_json_kv_str(w, "pp_schedule", gm_pp_schedule_name(j->parallel.pp_schedule));
+    if (j->parallel.pp > 1 && j->parallel.pp_schedule == GM_PP_INTERLEAVED_1F1B)
+        gm_json_kv_u64(w, "pp_stages_per_rank", j->parallel.pp_stages_per_rank);
     gm_json_kv_bool(w, "offload_optimizer", j->parallel.offload_optimizer);
     gm_json_kv_bool(w, "offload_params", j->parallel.offload_params);
     gm_json_kv_u64(w, "grad_accum", j->workload.grad_accum);

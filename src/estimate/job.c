@@ -45,6 +45,8 @@ void gm_job_init(struct gm_job *job)
     job->memory.lora.fp32_upcast = true;
     job->parallel.tp = 1;
     job->parallel.pp = 1;
+    job->parallel.pp_schedule = GM_PP_1F1B;
+    job->parallel.pp_stages_per_rank = 2;
     job->parallel.cp = 1;
     job->parallel.shard = GM_SHARD_NONE;
     job->parallel.bucket_elements = 500000000;
@@ -489,6 +491,7 @@ static const char *const quant_kernel_choices[] = {"auto", "exllama", "exllamav2
 static const char *const adapter_dtype_choices[] = {"fp32", "bf16", NULL};
 static const int adapter_dtype_values[] = {GM_DTYPE_F32, GM_DTYPE_BF16};
 static const char *const fsdp_version_choices[] = {"1", "2", NULL};
+static const char *const pp_schedule_choices[] = {"1f1b", "interleaved-1f1b", NULL};
 static const int fsdp_version_values[] = {1, 2};
 
 _Static_assert(
@@ -498,7 +501,8 @@ _Static_assert(
         sizeof model_impl_choices / sizeof model_impl_choices[0] == GM_MODEL_IMPL__COUNT + 1 &&
         sizeof quant_kernel_choices / sizeof quant_kernel_choices[0] == GM_QKERNEL__COUNT + 1 &&
         sizeof optimizer_choices / sizeof optimizer_choices[0] == GM_OPT__COUNT + 1 &&
-        sizeof engine_choices / sizeof engine_choices[0] == GM_ENGINE__COUNT + 1,
+        sizeof engine_choices / sizeof engine_choices[0] == GM_ENGINE__COUNT + 1 &&
+        sizeof pp_schedule_choices / sizeof pp_schedule_choices[0] == GM_PP__COUNT + 1,
     "one choice per enum value: the choices are the enums' names");
 
 const char *gm_quant_kernel_name(enum gm_quant_kernel k)
@@ -514,6 +518,11 @@ const char *gm_precision_name(enum gm_precision p)
 const char *gm_optimizer_name(enum gm_optimizer o)
 {
     return (unsigned)o < GM_OPT__COUNT ? optimizer_choices[o] : "unknown";
+}
+
+const char *gm_pp_schedule_name(enum gm_pp_schedule s)
+{
+    return (unsigned)s < GM_PP__COUNT ? pp_schedule_choices[s] : "unknown";
 }
 
 const char *gm_engine_name(enum gm_engine e)
@@ -677,9 +686,25 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_PP] =
         NUM("pp", GM_JOB_U64, "N", "pipeline stages (training 1F1B, or vLLM serving; default 1)",
             RUN, GM_ENGINE_NONE, parallel.pp, 1, 1024, 0),
+    [EST_SET_PP_SCHEDULE] =
+        CHOICE("pp-schedule", pp_schedule_choices, NULL,
+               "--pp training: 1f1b (torch Schedule1F1B, one stage per rank; default) or "
+               "interleaved-1f1b (ScheduleInterleaved1F1B, looped stages; --grad-accum: "
+               "micro-batches, default --pp)",
+               TRAIN, parallel.pp_schedule),
+    [EST_SET_PP_STAGES_PER_RANK] =
+        NUM("pp-stages-per-rank", GM_JOB_U64, "V",
+            "--pp-schedule interleaved-1f1b: stages per rank (default 2, torchtitan's)", TRAIN,
+            GM_ENGINE_NONE, parallel.pp_stages_per_rank, 2, 64, 0),
     [EST_SET_SEQUENCE_PARALLEL] =
         FLAG("sequence-parallel", "Megatron sequence parallelism (with --tp)", TRAIN,
              GM_ENGINE_NONE, parallel.sequence_parallel),
+    [EST_SET_ASYNC_TP] =
+        FLAG("async-tp",
+             "async tensor parallelism (torchtitan enable_async_tensor_parallel: fused "
+             "all-gather/reduce-scatter matmuls over a SymmetricMemory workspace; with --tp, "
+             "--sequence-parallel and --compile)",
+             TRAIN, GM_ENGINE_NONE, parallel.async_tp),
     [EST_SET_BUCKET_ELEMENTS] =
         NUM("bucket-elements", GM_JOB_COUNT, "N", "ZeRO reduce bucket in elements (default 5e8)",
             TRAIN, GM_ENGINE_NONE, parallel.bucket_elements, 1, 1e15, 0),
@@ -1623,6 +1648,30 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--pp with --fsdp needs FSDP2 (--fsdp-version 2): torch.distributed."
                        "pipelining drives fully_shard modules");
+    /* torch's interleaved schedule runs n_microbatches in rounds of microbatches_per_round
+     * (ScheduleInterleaved1F1B: num_rounds = max(1, n_microbatches // pp_group_size), and
+     * n_microbatches % num_rounds must be 0) */
+    if (est_given(j, EST_SET_PP_SCHEDULE) && p->pp < 2)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--pp-schedule needs --pp >= 2");
+    if (est_given(j, EST_SET_PP_STAGES_PER_RANK) && p->pp_schedule != GM_PP_INTERLEAVED_1F1B)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--pp-stages-per-rank needs --pp-schedule interleaved-1f1b");
+    if (p->pp > 1 && p->pp_schedule == GM_PP_INTERLEAVED_1F1B) {
+        uint64_t n_mb = est_pp_microbatches(j);
+        uint64_t rounds = n_mb / p->pp ? n_mb / p->pp : 1;
+        if (n_mb % rounds != 0)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--pp-schedule interleaved-1f1b runs the micro-batches in rounds of "
+                           "--pp: --grad-accum %llu is not a multiple of its %llu rounds",
+                           (unsigned long long)n_mb, (unsigned long long)rounds);
+    }
+    /* torchtitan's apply_tp raises "Async TP requires --training.compile" (Inductor's
+     * micro-pipeline pass does the fusing), and the pass fuses the all-gathers and
+     * reduce-scatters of sequence parallelism's activations */
+    if (p->async_tp && (p->tp < 2 || !p->sequence_parallel || !j->memory.compile))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--async-tp needs --tp >= 2, --sequence-parallel and --compile (Inductor "
+                       "fuses the sequence-parallel collectives with the matmuls)");
     if (p->sequence_parallel && p->tp < 2)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--sequence-parallel needs --tp >= 2");
     if (p->offload_params && stage != 3)

@@ -473,6 +473,36 @@ static enum gm_status add_expert_dispatch(struct est_ctx *cx, struct gm_error *e
                    ckpt ? GM_EXTENT_ONE_LAYER : GM_EXTENT_ALL_LAYERS, note, err);
 }
 
+/* The lm_head's input under sequence parallelism as torch's TP plan runs it (every TP job
+ * but Megatron's, as the loss above): torchtitan's apply_tp (parallelisms/parallelize_llama.py
+ * at 9dec370) makes the output ColwiseParallel(input_layouts=Shard(1)), whose input hook
+ * redistributes the final norm's sequence-sharded output to Replicate (an all-gather), and
+ * F.linear saves that local input, the whole sequence, for the weight's gradient until the
+ * head's backward right after the loss's.  The training stage counted the head's input at
+ * T x hidden, which the sharding above divided by t; the gathered tensor replaces it, so
+ * T x hidden x (1 - 1/t) more at the loss.  (Megatron's sequence-parallel linear keeps the
+ * sharded input and gathers it again in backward: nothing more.) */
+static enum gm_status add_head_input(struct est_ctx *cx, struct gm_error *err)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_model *m = cx->m;
+    uint64_t t = j->parallel.tp, whole;
+    double ea = j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0;
+    char note[GM_EST_NOTE_MAX];
+    if (j->mode != GM_EST_TRAIN || t < 2 || !j->parallel.sequence_parallel || !m ||
+        !m->final_norm || m->head == GM_HEAD_ENCODER ||
+        j->stack.framework == GM_FRAMEWORK_MEGATRON || j->memory.adapter != GM_ADAPTER_NONE ||
+        j->memory.loss == GM_LOSS_FUSED_LINEAR)
+        return GM_OK;
+    whole = est_round(cx->tokens * (double)m->hidden * ea);
+    snprintf(note, sizeof note,
+             "lm_head input gathered over the sequence, saved for its weight gradient: "
+             "%llu B less the 1/%llu kept with the final norm",
+             (unsigned long long)whole, (unsigned long long)t);
+    return est_add(cx->e, GM_KIND_ACTIVATIONS, "head_input_gathered", whole - est_div_up(whole, t),
+                   GM_EST_PHASE_LOSS, true, GM_EXTENT_HEAD, note, err);
+}
+
 enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
@@ -536,6 +566,8 @@ enum gm_status est_stage_parallel(struct est_ctx *cx, struct gm_error *err)
     }
     l->host_bytes_per_node = gm_add_sat(l->host_bytes_per_node, cpu);
     if ((st = add_expert_dispatch(cx, err)) != GM_OK)
+        return st;
+    if ((st = add_head_input(cx, err)) != GM_OK)
         return st;
     if (j->mode == GM_EST_INFER && D > 1)
         est_assume(e,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* stage_pipeline.c - the pipeline stage: per-stage memory under pipeline parallelism
- * (training, 1F1B schedule).
+ * (training: 1F1B and interleaved 1F1B schedules).
  *
  * With p stages each holding about L/p decoder layers (Narayanan et al. 2021, PipeDream-
  * Flush / Megatron 1F1B), stage s (0-based) has p - s micro-batches in flight at its
@@ -12,7 +12,18 @@
  * scales with the parameters a stage holds; the gathered-layer and bucket terms of
  * sharding are per layer and stay.  A component's extent says which of these it is.
  * Devices of one stage get the same figures; the estimate kept is the stage with the
- * largest figures (every device adds the same runtime overheads, stage_runtime.c). */
+ * largest figures (every device adds the same runtime overheads, stage_runtime.c).
+ *
+ * Interleaved 1F1B (--pp-schedule interleaved-1f1b, torch ScheduleInterleaved1F1B): rank r
+ * holds v looped stages (r, r + p, ...; torchtitan stage_ids_this_rank, style "loop") of
+ * about L/(p v) layers each, the first rank the embedding, the last the head.  Each rank
+ * runs W_r forwards before its first backward, W_r = min((v - 1) x mpr + 2 (p - 1 - r),
+ * n x v) with n micro-batches in rounds of mpr = n / max(1, n / p), then one forward
+ * before each backward (torch/distributed/pipelining/schedules.py,
+ * ScheduleInterleaved1F1B._calculate_single_rank_operations and _get_1f1b_rank_ops):
+ * W_r + 1 stage-forwards in flight at its peak, W_r when the warmup ran them all.  In
+ * units of one micro-batch through all the rank's layers that is (W_r + 1) / v; the
+ * first rank's figure is the largest of the middle ranks' for rank 1. */
 #include "estimate/estimate_int.h"
 
 #include "gpumem/arena.h"
@@ -64,6 +75,33 @@ static enum gm_status scale_stage(const struct gm_estimate *whole, const struct 
     return GM_OK;
 }
 
+uint64_t est_pp_microbatches(const struct gm_job *j)
+{
+    if (est_given(j, EST_SET_GRAD_ACCUM) && j->workload.grad_accum)
+        return j->workload.grad_accum;
+    return j->parallel.pp ? j->parallel.pp : 1;
+}
+
+uint64_t gm_est_pp_interleaved_in_flight(uint64_t p, uint64_t v, uint64_t n_mb, uint64_t rank)
+{
+    uint64_t rounds, per_round, warmup, total = n_mb * v;
+    if (!p || !v || !n_mb || rank >= p)
+        return 0;
+    rounds = n_mb / p ? n_mb / p : 1;
+    per_round = n_mb / rounds;
+    warmup = (v - 1) * per_round + 2 * (p - 1 - rank);
+    return warmup >= total ? total : warmup + 1;
+}
+
+/* The activations a rank keeps at its peak, in micro-batches through all its layers. */
+static double in_flight(const struct gm_job *j, uint64_t rank)
+{
+    uint64_t p = j->parallel.pp, v = j->parallel.pp_stages_per_rank;
+    if (j->parallel.pp_schedule != GM_PP_INTERLEAVED_1F1B)
+        return (double)(p - rank); /* Schedule1F1B: p - s forwards before the first backward */
+    return (double)gm_est_pp_interleaved_in_flight(p, v, est_pp_microbatches(j), rank) / (double)v;
+}
+
 enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
@@ -89,6 +127,11 @@ enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--pp %llu exceeds the %llu decoder layers", (unsigned long long)p,
                        (unsigned long long)L);
+    if (j->parallel.pp_schedule == GM_PP_INTERLEAVED_1F1B && p * j->parallel.pp_stages_per_rank > L)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--pp %llu x --pp-stages-per-rank %llu exceeds the %llu decoder layers",
+                       (unsigned long long)p, (unsigned long long)j->parallel.pp_stages_per_rank,
+                       (unsigned long long)L);
     per_stage = (L + p - 1) / p;
     layer = est_layer_params(m, pc);
     embed = pc->embedding + pc->positions;
@@ -97,11 +140,12 @@ enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err)
     per_group = l->gpus / p;
     /* first stage */
     st[n_st++] = (struct stage){
-        "first stage", per_stage, layer * per_stage + embed, (double)p, true, false, 1};
+        "first stage", per_stage, layer * per_stage + embed, in_flight(j, 0), true, false, 1};
     if (p > 2)
         st[n_st++] = (struct stage){
-            "middle stages", per_stage, layer * per_stage, (double)(p - 1), false, false, p - 2};
-    st[n_st++] = (struct stage){"last stage", L - per_stage * (p - 1), 0, 1.0, false, true, 1};
+            "middle stages", per_stage, layer * per_stage, in_flight(j, 1), false, false, p - 2};
+    st[n_st++] = (struct stage){
+        "last stage", L - per_stage * (p - 1), 0, in_flight(j, p - 1), false, true, 1};
     st[n_st - 1].params = layer * st[n_st - 1].layers + head;
     tmp = est_new();
     if (!tmp)
@@ -127,10 +171,19 @@ enum gm_status est_stage_pipeline(struct est_ctx *cx, struct gm_error *err)
     if ((sst = scale_stage(e, &st[worst], total, L, tmp, err)) != GM_OK ||
         (sst = est_copy_components(e, tmp, err)) != GM_OK)
         goto out_free;
-    est_assume(e,
-               "pipeline of %llu stages (1F1B), %llu layers per stage; figures of the "
-               "%s, the largest (stage s keeps p - s micro-batches in flight)",
-               (unsigned long long)p, (unsigned long long)per_stage, st[worst].role);
+    if (j->parallel.pp_schedule == GM_PP_INTERLEAVED_1F1B)
+        est_assume(e,
+                   "pipeline of %llu ranks (interleaved 1F1B, %llu stages per rank, %llu "
+                   "micro-batches), %llu layers per rank; figures of the %s, the largest (it "
+                   "keeps %.2f micro-batches of its layers in flight)",
+                   (unsigned long long)p, (unsigned long long)j->parallel.pp_stages_per_rank,
+                   (unsigned long long)est_pp_microbatches(j), (unsigned long long)per_stage,
+                   st[worst].role, st[worst].act);
+    else
+        est_assume(e,
+                   "pipeline of %llu stages (1F1B), %llu layers per stage; figures of the "
+                   "%s, the largest (stage s keeps p - s micro-batches in flight)",
+                   (unsigned long long)p, (unsigned long long)per_stage, st[worst].role);
 out_free:
     gm_estimate_free(tmp);
     return sst;

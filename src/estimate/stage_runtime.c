@@ -77,7 +77,7 @@ struct overhead {
 static enum gm_status add_overheads(struct gm_estimate *e, const struct overhead *o, size_t n,
                                     bool weights_only, struct gm_error *err)
 {
-    char list[GM_EST_NOTE_MAX] = "", sources[96] = "";
+    char list[GM_EST_NOTE_MAX] = "", sources[160] = "";
     size_t shown = 0, k = 0;
     enum gm_status st;
     for (size_t i = 0; i < n; i++)
@@ -195,11 +195,32 @@ uint64_t est_nccl_bytes(struct est_ctx *cx)
     return est_round(per * (double)comms);
 }
 
+/* AsyncTP's SymmetricMemory workspace: one buffer per TP group, grown to the largest request
+ * of a fused op (torch/distributed/_symmetric_memory/__init__.py get_symm_mem_workspace):
+ * an all-gather matmul asks for one rank's input shard, a matmul reduce-scatter for two
+ * output chunks (_pipelined_produce_and_all2all's double buffer), each [tokens / tp, hidden]
+ * in the activations' dtype under sequence parallelism, so the reduce-scatter's 2 x tokens /
+ * tp x hidden sets it.  CUDASymmetricMemoryAllocator::alloc rounds the buffer to 16 B, adds
+ * the signal pad (2048 B) and maps it with cuMemCreate at the allocation granularity (2
+ * MiB): on the device, outside the caching allocator and its max_memory_reserved.  The
+ * fused ops' own outputs (the gathered input, the stacked partial products) come from the
+ * caching allocator at the sizes the unfused collectives' outputs have. */
+uint64_t est_symm_mem_bytes(const struct gm_job *j, const struct gm_model *m)
+{
+    double ea = j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0;
+    uint64_t tp = j->parallel.tp ? j->parallel.tp : 1, buf;
+    if (!j->parallel.async_tp || !m)
+        return 0;
+    buf = est_round(2.0 * est_tokens(j) / (double)tp * (double)m->hidden * ea);
+    buf = (buf + 15) / 16 * 16 + 2048;
+    return (buf + 2 * GM_MIB - 1) / (2 * GM_MIB) * (2 * GM_MIB);
+}
+
 static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
     struct gm_estimate *e = cx->e;
-    struct overhead o[4];
+    struct overhead o[5];
     size_t n = 0;
     bool vllm = est_allocator(j) == EST_ALLOC_VLLM;
     bool llamacpp = est_allocator(j) == EST_ALLOC_GGML;
@@ -240,6 +261,9 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
         o[n++] = (struct overhead){GM_KIND_NCCL, est_nccl_bytes(cx), "NCCL communicator buffers",
                                    nccl_src};
     }
+    if (j->parallel.async_tp)
+        o[n++] = (struct overhead){GM_KIND_SYMM_MEM, est_symm_mem_bytes(j, cx->m),
+                                   "AsyncTP symmetric memory", "--async-tp"};
     reserved_rule(cx, e);
     return add_overheads(e, o, n, j->mode == GM_EST_WEIGHTS, err);
 }

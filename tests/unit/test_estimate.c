@@ -618,9 +618,9 @@ static void test_kind_categories(void **state)
         {GM_KIND_COMM_BUFFERS, GM_CATEGORY_OTHER},
         {GM_KIND_ENGINE_POOL, GM_CATEGORY_OTHER},
     };
-    static const enum gm_est_kind outside[] = {GM_KIND_CUDA_CONTEXT, GM_KIND_WORKSPACE,
-                                               GM_KIND_NCCL,         GM_KIND_NON_TORCH,
-                                               GM_KIND_RESERVE,      GM_KIND_MANAGED};
+    static const enum gm_est_kind outside[] = {
+        GM_KIND_CUDA_CONTEXT, GM_KIND_WORKSPACE, GM_KIND_NCCL,    GM_KIND_NON_TORCH,
+        GM_KIND_RESERVE,      GM_KIND_MANAGED,   GM_KIND_SYMM_MEM};
     enum gm_category c;
     (void)state;
     assert_int_equal(sizeof map / sizeof map[0] + sizeof outside / sizeof outside[0],

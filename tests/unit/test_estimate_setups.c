@@ -14,6 +14,7 @@
 #include "gpumem/internal/alloc_hooks.h"
 #include "gpumem/units.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -461,6 +462,134 @@ static void test_pipeline(void **state)
     assert_int_equal(gm_estimate_run(&j, &pp, &e), GM_ERR_INVALID);
 }
 
+/* Interleaved 1F1B as torch's ScheduleInterleaved1F1B runs it: rank r runs W_r = min((v - 1)
+ * x mpr + 2 (p - 1 - r), n x v) stage-forwards before its first backward, then a forward
+ * before each backward.  With p 4, v 2 and n 4 micro-batches rank 0 runs all 8 first (4
+ * micro-batches of its layers, as 1F1B's first stage), rank 1 too (4, where 1F1B keeps 3),
+ * the last rank 4 + 1 (2.5, where 1F1B keeps 1); with n 16 (rounds of 4) rank 0 holds
+ * 4 + 6 + 1 = 11 (5.5).  Only the activations move: the groups' allocated peaks differ by
+ * the activations of (difference) micro-batches through a rank's 8 of 32 layers. */
+static void test_pipeline_interleaved(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
+    struct gm_estimate *whole = NULL, *f = NULL, *il = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    double act;
+    (void)state;
+    assert_int_equal(gm_est_pp_interleaved_in_flight(4, 2, 4, 0), 8);
+    assert_int_equal(gm_est_pp_interleaved_in_flight(4, 2, 4, 3), 5);
+    assert_int_equal(gm_est_pp_interleaved_in_flight(4, 2, 16, 0), 11);
+    assert_int_equal(gm_est_pp_interleaved_in_flight(8, 2, 8, 0), 16);
+    assert_int_equal(gm_est_pp_interleaved_in_flight(8, 2, 8, 7), 9);
+    train_job(&j, m);
+    j.workload.batch = 8; /* activations, not the optimizer step, set every rank's peak */
+    j.workload.seq = 4096;
+    assert_int_equal(gm_estimate_run(&j, &whole, &e), GM_OK);
+    act = (double)component(whole, "activations") * 8 / 32; /* one micro-batch, one rank */
+    j.parallel.gpus = 4;
+    j.parallel.pp = 4;
+    assert_int_equal(gm_estimate_run(&j, &f, &e), GM_OK);
+    assert_int_equal(gm_job_set(&j, "pp-schedule", "interleaved-1f1b", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &il, &e), GM_OK);
+    assert_int_equal(il->layout.n_groups, 3);
+    assert_int_equal(il->layout.groups[0].allocated_bytes, f->layout.groups[0].allocated_bytes);
+    assert_true(
+        fabs((double)(il->layout.groups[1].allocated_bytes - f->layout.groups[1].allocated_bytes) -
+             act * (4 - 3)) < 4);
+    assert_true(
+        fabs((double)(il->layout.groups[2].allocated_bytes - f->layout.groups[2].allocated_bytes) -
+             act * (2.5 - 1)) < 4);
+    assert_int_equal(gm_job_set(&j, "grad-accum", "16", &e), GM_OK);
+    assert_int_equal(gm_job_set(&j, "pp-schedule", "1f1b", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &f, &e), GM_OK);
+    assert_int_equal(gm_job_set(&j, "pp-schedule", "interleaved-1f1b", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &il, &e), GM_OK);
+    assert_true(
+        fabs((double)(il->layout.groups[0].allocated_bytes - f->layout.groups[0].allocated_bytes) -
+             act * (5.5 - 4)) < 4);
+    /* torch's rounds: 6 micro-batches on 4 ranks are one round of 6, 9 are not 2 rounds */
+    assert_int_equal(gm_job_set(&j, "grad-accum", "6", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &il, &e), GM_OK);
+    assert_int_equal(gm_job_set(&j, "grad-accum", "9", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &il, &e), GM_ERR_INVALID);
+    /* more stages than layers, and the schedule without a pipeline, are refused */
+    assert_int_equal(gm_job_set(&j, "grad-accum", "4", &e), GM_OK);
+    assert_int_equal(gm_job_set(&j, "pp-stages-per-rank", "9", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &il, &e), GM_ERR_INVALID);
+    train_job(&j, m);
+    assert_int_equal(gm_job_set(&j, "pp-schedule", "interleaved-1f1b", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &il, &e), GM_ERR_INVALID);
+    gm_estimate_free(whole);
+    gm_estimate_free(f);
+    gm_estimate_free(il);
+}
+
+/* AsyncTP: the fused ops' workspace is one SymmetricMemory buffer per TP group, grown to the
+ * largest request, a matmul reduce-scatter's two output chunks of [tokens / tp, hidden] (here
+ * 2 x 2 x 4096 / 2 x 4096 x 2 B = 64 MiB), plus the 2048-B signal pad, mapped at the 2 MiB
+ * granularity with cuMemCreate: device used grows by it, max_memory_reserved does not (the
+ * caching allocator never sees it).  torchtitan refuses AsyncTP without torch.compile. */
+static void test_async_tp_workspace(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
+    struct gm_estimate *sync = NULL, *async = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    (void)state;
+    train_job(&j, m);
+    j.workload.batch = 2;
+    j.workload.seq = 4096;
+    j.parallel.gpus = 2;
+    j.parallel.tp = 2;
+    j.parallel.sequence_parallel = true;
+    j.memory.compile = true;
+    assert_int_equal(gm_estimate_run(&j, &sync, &e), GM_OK);
+    j.parallel.async_tp = true;
+    assert_int_equal(gm_estimate_run(&j, &async, &e), GM_OK);
+    assert_int_equal(gm_estimate_kind_bytes(async, GM_KIND_SYMM_MEM), 66 * GM_MIB);
+    assert_int_equal(gm_estimate_kind_bytes(sync, GM_KIND_SYMM_MEM), 0);
+    assert_int_equal(async->peak_allocated_bytes, sync->peak_allocated_bytes);
+    assert_int_equal(async->peak_reserved_bytes, sync->peak_reserved_bytes);
+    assert_int_equal(async->device_bytes - sync->device_bytes, 66 * GM_MIB);
+    assert_true(gm_est_kind_outside_allocator(GM_KIND_SYMM_MEM));
+    j.memory.compile = false;
+    assert_int_equal(gm_estimate_run(&j, &async, &e), GM_ERR_INVALID);
+    gm_estimate_free(sync);
+    gm_estimate_free(async);
+}
+
+/* Sequence parallelism as torch's TP plan runs it: the lm_head (ColwiseParallel with
+ * input_layouts=Shard(1)) all-gathers the final norm's sharded output and F.linear saves the
+ * whole sequence for the weight's gradient, T x hidden x 2 B (2 x 4096 tokens x 4096 x 2 B =
+ * 64 MiB) where the sharded half (32 MiB) was counted: 32 MiB more at the loss.  Megatron's
+ * sequence-parallel linear keeps the shard and gathers it again in backward, and without
+ * sequence parallelism the input is already whole. */
+static void test_sequence_parallel_head_input(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
+    struct gm_estimate *r = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    (void)state;
+    train_job(&j, m);
+    j.workload.batch = 2;
+    j.workload.seq = 4096;
+    j.parallel.gpus = 2;
+    j.parallel.tp = 2;
+    j.parallel.sequence_parallel = true;
+    assert_int_equal(gm_estimate_run(&j, &r, &e), GM_OK);
+    assert_int_equal(component(r, "head_input_gathered"), 32 * GM_MIB);
+    j.parallel.sequence_parallel = false;
+    assert_int_equal(gm_estimate_run(&j, &r, &e), GM_OK);
+    assert_int_equal(component(r, "head_input_gathered"), UINT64_MAX);
+    j.parallel.sequence_parallel = true;
+    assert_int_equal(gm_job_set(&j, "stack", "megatron", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &r, &e), GM_OK);
+    assert_int_equal(component(r, "head_input_gathered"), UINT64_MAX);
+    gm_estimate_free(r);
+}
+
 static void test_llamacpp_kv(void **state)
 {
     struct gm_model m;
@@ -635,6 +764,9 @@ int main(void)
         cmocka_unit_test(test_zero_reduce_buffers),
         cmocka_unit_test(test_zero_reduce_buffer_moves_peak),
         cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_pipeline_interleaved),
+        cmocka_unit_test(test_async_tp_workspace),
+        cmocka_unit_test(test_sequence_parallel_head_input),
         cmocka_unit_test(test_llamacpp_kv),
         cmocka_unit_test(test_llamacpp_engine),
         cmocka_unit_test(test_vllm),

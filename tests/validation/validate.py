@@ -97,11 +97,8 @@ MIB = float(1 << 20)
 # The rows a source may skip, by the reason its `needs` column gives, with their number:
 # what gpumem does not model.  Anything else skipped fails --check.
 EXPECTED_SKIPS = {
-    ("torchtitan_llama3_h100", "async tensor parallelism"): 1,
     ("torchtitan_llama3_h100",
-     "pipeline parallelism with FSDP under AsyncTP: not validated"): 5,
-    ("torchtitan_llama3_h100",
-     "interleaved 1F1B; pipeline parallelism with FSDP under AsyncTP: not validated"): 1,
+     "pipeline parallelism with FSDP under AsyncTP: not validated"): 6,
     ("torchtitan_nvfp4_doc", "NVFP4 training"): 4,
     ("vllm_startup_logs", "gpu_memory_utilization the source does not give"): 1,
 }
