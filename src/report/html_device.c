@@ -8,6 +8,7 @@
 #include "gpumem/json.h"
 #include "gpumem/lod.h"
 
+#include "base/json_room.h"
 #include "base/outbuf.h"
 #include "report/report_int.h"
 
@@ -144,6 +145,36 @@ static bool whole_x(double x)
     return x == (double)(int64_t)x && x > -9e15 && x < 9e15;
 }
 
+/* A band's row [k_alloc, k_free, x0, x1, bytes, cat, stack, addr, "stream"] at p
+ * (BAND_ROW_MAX bytes of room) when its x's are whole; the end of the row. */
+#define BAND_ROW_MAX (4 + 9 * (GM_FMT_ROOM + 2))
+static char *band_row(char *p, const struct gm_lod_axis *ax, const struct gm_analysis_alloc *a,
+                      double x0, double x1)
+{
+    *p++ = '[';
+    p = gm_fmt_i64_room(p, a->alloc_event);
+    *p++ = ',';
+    p = gm_fmt_i64_room(p, a->free_event < 0 ? (int64_t)ax->n_events : a->free_event);
+    *p++ = ',';
+    p = gm_fmt_i64_room(p, (int64_t)x0);
+    *p++ = ',';
+    p = gm_fmt_i64_room(p, (int64_t)x1);
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->bytes);
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->category);
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->stack);
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->addr);
+    *p++ = ',';
+    *p++ = '"';
+    p = gm_fmt_u64_room(p, a->stream);
+    *p++ = '"';
+    *p++ = ']';
+    return p;
+}
+
 static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
                        const struct gm_analysis_alloc *a, const double *x)
 {
@@ -151,30 +182,14 @@ static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
     double x1 = a->free_event < 0 ? ax->x_end : x[1];
     if (whole_x(x[0]) && whole_x(x1)) {
         /* the common row at once, as the calls below write it: thousands of bands */
-        char row[16 + 9 * (GM_FMT_ROOM + 2)], *p = row;
-        *p++ = '[';
-        p = gm_fmt_i64_room(p, a->alloc_event);
-        *p++ = ',';
-        p = gm_fmt_i64_room(p, a->free_event < 0 ? (int64_t)ax->n_events : a->free_event);
-        *p++ = ',';
-        p = gm_fmt_i64_room(p, (int64_t)x[0]);
-        *p++ = ',';
-        p = gm_fmt_i64_room(p, (int64_t)x1);
-        *p++ = ',';
-        p = gm_fmt_u64_room(p, a->bytes);
-        *p++ = ',';
-        p = gm_fmt_u64_room(p, a->category);
-        *p++ = ',';
-        p = gm_fmt_u64_room(p, a->stack);
-        *p++ = ',';
-        p = gm_fmt_u64_room(p, a->addr);
-        *p++ = ',';
-        *p++ = '"';
-        p = gm_fmt_u64_room(p, a->stream);
-        *p++ = '"';
-        *p++ = ']';
-        *p = '\0';
-        gm_json_raw(w, row);
+        char *p = gm_json_room(w, BAND_ROW_MAX);
+        if (p) {
+            gm_json_room_end(w, band_row(p, ax, a, x[0], x1));
+        } else {
+            char row[BAND_ROW_MAX + 1];
+            *band_row(row, ax, a, x[0], x1) = '\0';
+            gm_json_raw(w, row);
+        }
         gm_report_use_stack(c, a->stack);
         return;
     }

@@ -33,6 +33,8 @@
 #include "gpumem/json.h"
 #include "gpumem/lod.h"
 
+#include "base/json_room.h"
+#include "base/outbuf.h"
 #include "report/report_int.h"
 
 #include <stdlib.h>
@@ -224,6 +226,51 @@ static inline bool in_windows_walk(struct win_walk *ww, int64_t k)
     return ww->j < ww->nw && ww->win[ww->j].k0 < k;
 }
 
+/* Allocation 'a' of A as its row [addr, size, bytes, category, stack, k_alloc,
+ * k_free_requested, k_free] at p (A_ROW_MAX bytes of room); the end of the row.  Most rows
+ * repeat a number of their own: bytes equal to the block's size, a free completed at the
+ * event after its request; their digits are copied (and the last one counted up). */
+#define A_ROW_MAX (2 + 8 * (GM_FMT_ROOM + 2))
+static char *a_row(char *p, const struct gm_analysis_alloc *a, uint64_t size)
+{
+    char *s;
+    size_t n;
+    *p++ = '[';
+    p = gm_fmt_u64_room(p, a->addr);
+    *p++ = ',';
+    s = p;
+    p = gm_fmt_u64_room(p, size);
+    n = (size_t)(p - s);
+    *p++ = ',';
+    if (a->bytes == size) {
+        memcpy(p, s, GM_FMT_ROOM);
+        p += n;
+    } else {
+        p = gm_fmt_u64_room(p, a->bytes);
+    }
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->category);
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->stack);
+    *p++ = ',';
+    p = gm_fmt_i64_room(p, a->alloc_event);
+    *p++ = ',';
+    s = p;
+    p = gm_fmt_i64_room(p, a->free_requested_event);
+    n = (size_t)(p - s);
+    *p++ = ',';
+    if (a->free_requested_event >= 0 && a->free_event == a->free_requested_event + 1 &&
+        p[-2] != '9') {
+        memcpy(p, s, GM_FMT_ROOM);
+        p += n;
+        p[-1]++;
+    } else {
+        p = gm_fmt_i64_room(p, a->free_event);
+    }
+    *p++ = ']';
+    return p;
+}
+
 static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
                                     const struct gm_analysis_device *ad,
                                     const struct gm_layout_history *h,
@@ -301,10 +348,14 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
         /* the allocations are in alloc order */
         if (!s.chosen[i] && !(a->alloc_event >= 0 && in_windows_walk(&ww, a->alloc_event)))
             continue;
-        const uint64_t u[5] = {a->addr, gm_layout_block_size(h, a), a->bytes, a->category,
-                               a->stack};
-        const int64_t k[3] = {a->alloc_event, a->free_requested_event, a->free_event};
-        gm_json_int_array(w, u, 5, k, 3);
+        char *p = gm_json_room(w, A_ROW_MAX);
+        if (p) {
+            gm_json_room_end(w, a_row(p, a, gm_layout_block_size(h, a)));
+        } else {
+            char row[A_ROW_MAX + 1];
+            *a_row(row, a, gm_layout_block_size(h, a)) = '\0';
+            gm_json_raw(w, row);
+        }
         gm_report_use_stack(c, a->stack);
         n_a++;
     }
