@@ -213,17 +213,33 @@ struct win_walk {
     const struct window *win;
     size_t nw, j;
     int64_t last;
+    int64_t until; /* the answer for 'last' holds up to this event */
+    bool in;
 };
+
+#define WIN_WALK(win, nw) ((struct win_walk){(win), (nw), 0, INT64_MIN, INT64_MIN, false})
 
 static inline bool in_windows_walk(struct win_walk *ww, int64_t k)
 {
     if (k < ww->last)
         return in_windows(ww->win, ww->nw, k);
     ww->last = k;
+    if (k <= ww->until)
+        return ww->in;
     /* the first window that ends at or after k; the windows are disjoint and sorted */
     while (ww->j < ww->nw && ww->win[ww->j].k1 < k)
         ww->j++;
-    return ww->j < ww->nw && ww->win[ww->j].k0 < k;
+    if (ww->j == ww->nw) {
+        ww->in = false;
+        ww->until = INT64_MAX;
+    } else if (ww->win[ww->j].k0 < k) {
+        ww->in = true; /* inside (k0, k1] */
+        ww->until = ww->win[ww->j].k1;
+    } else {
+        ww->in = false; /* before it */
+        ww->until = ww->win[ww->j].k0;
+    }
+    return ww->in;
 }
 
 /* Allocation 'a' of A as its row [addr, size, bytes, category, stack, k_alloc,
@@ -231,7 +247,8 @@ static inline bool in_windows_walk(struct win_walk *ww, int64_t k)
  * repeat a number of their own: bytes equal to the block's size, a free completed at the
  * event after its request; their digits are copied (and the last one counted up). */
 #define A_ROW_MAX (2 + 8 * (GM_FMT_ROOM + 2))
-static char *a_row(char *p, const struct gm_analysis_alloc *a, uint64_t size)
+#define A_ROWS    24u /* rows written into one room of the writer's buffer */
+static GM_INLINE_ALWAYS char *a_row(char *p, const struct gm_analysis_alloc *a, uint64_t size)
 {
     char *s;
     size_t n;
@@ -326,7 +343,7 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
         goto out;
     gm_json_key(w, "changes");
     gm_json_begin_array(w);
-    ww = (struct win_walk){win, nw, 0, INT64_MIN};
+    ww = WIN_WALK(win, nw);
     for (size_t i = 0; i < h->n_changes; i++) {
         const struct gm_layout_change *ch = &h->changes[i];
         if (!in_windows_walk(&ww, ch->event))
@@ -342,23 +359,37 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
     gm_json_end_array(w);
     gm_json_key(w, "A");
     gm_json_begin_array(w);
-    ww = (struct win_walk){win, nw, 0, INT64_MIN};
+    ww = WIN_WALK(win, nw);
+    /* the rows go into the writer's buffer A_ROWS at a time, as one piece of text (the
+     * commas between them written here): a room asked for each row cost as much as its
+     * numbers */
+    char *p = NULL, *room_end = NULL;
     for (size_t i = 0; i < ad->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
         /* the allocations are in alloc order */
         if (!s.chosen[i] && !(a->alloc_event >= 0 && in_windows_walk(&ww, a->alloc_event)))
             continue;
-        char *p = gm_json_room(w, A_ROW_MAX);
-        if (p) {
-            gm_json_room_end(w, a_row(p, a, gm_layout_block_size(h, a)));
+        if (p && room_end - p >= (ptrdiff_t)A_ROW_MAX + 1) {
+            *p++ = ',';
+            p = a_row(p, a, gm_layout_block_size(h, a));
         } else {
-            char row[A_ROW_MAX + 1];
-            *a_row(row, a, gm_layout_block_size(h, a)) = '\0';
-            gm_json_raw(w, row);
+            if (p)
+                gm_json_room_end(w, p);
+            p = gm_json_room(w, A_ROWS * (A_ROW_MAX + 1));
+            if (p) {
+                room_end = p + A_ROWS * (A_ROW_MAX + 1);
+                p = a_row(p, a, gm_layout_block_size(h, a));
+            } else {
+                char row[A_ROW_MAX + 1];
+                *a_row(row, a, gm_layout_block_size(h, a)) = '\0';
+                gm_json_raw(w, row);
+            }
         }
         gm_report_use_stack(c, a->stack);
         n_a++;
     }
+    if (p)
+        gm_json_room_end(w, p);
     gm_json_end_array(w);
     gm_json_kv_u64(w, "n_A", n_a);
 out:
