@@ -515,6 +515,10 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
             t++;
         if (t == n)
             break;
+        /* freed by the question its alloc adds at: never alive at a question (most
+         * temporaries) */
+        if (a->free_event >= 0 && a->free_event <= q[t].k)
+            continue;
         d[t][cat] += a->bytes;
         if (a->free_event >= 0 && (f = q_index_find(&qx, a->free_event)) < n)
             d[f][cat] -= a->bytes;
