@@ -115,16 +115,16 @@ static enum gm_status answer_time_queries(const struct gm_analysis *an,
                 if (xr > 0) {
                     uint32_t u = xr > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)xr;
                     while (k + 8 <= n && x32[k] < u && x32[k + 1] < u && x32[k + 2] < u &&
-                           x32[k + 3] < u && x32[k + 4] < u && x32[k + 5] < u &&
-                           x32[k + 6] < u && x32[k + 7] < u)
+                           x32[k + 3] < u && x32[k + 4] < u && x32[k + 5] < u && x32[k + 6] < u &&
+                           x32[k + 7] < u)
                         k += 8;
                 }
                 while (k < n && (int64_t)x32[k] < xr)
                     k++;
-            }
-            else
+            } else {
                 while (k < n && gm_lod_axis_kept_us(ax, k) < xr)
                     k++;
+            }
             if (k == n)
                 break;
             t = t0 + gm_lod_axis_kept_us(ax, k);

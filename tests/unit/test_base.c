@@ -346,8 +346,7 @@ static char *row_text(char *p, const uint64_t *u, size_t nu, const int64_t *s, s
     return p;
 }
 
-static void room_row(struct gm_json *w, const uint64_t *u, size_t nu, const int64_t *s,
-                     size_t ns)
+static void room_row(struct gm_json *w, const uint64_t *u, size_t nu, const int64_t *s, size_t ns)
 {
     char *p = gm_json_room(w, 2 + 12 * 22);
     if (p) {
