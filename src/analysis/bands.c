@@ -304,6 +304,8 @@ static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
             if (cd.area < 0)
                 cd.area = 0;
             heap_offer(&h[w], &cd);
+            if (end <= k1)
+                break; /* it ends in this window: no later one starts before its end */
         }
     }
 }
