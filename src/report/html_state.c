@@ -288,6 +288,61 @@ static GM_INLINE_ALWAYS char *a_row(char *p, const struct gm_analysis_alloc *a, 
     return p;
 }
 
+/* The first allocation from 'from' on made after event k (the allocations are in alloc
+ * order: alloc_event never decreases along it). */
+static size_t made_after(const struct gm_analysis_device *ad, size_t from, int64_t k)
+{
+    size_t lo = from, hi = ad->n_allocs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ad->allocs[mid].alloc_event <= k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The rows of A go into the writer's buffer A_ROWS at a time, as one piece of text (the
+ * commas between them written here): a room asked for each row cost as much as its
+ * numbers. */
+struct a_rows {
+    struct gm_report_ctx *c;
+    const struct gm_layout_history *h;
+    char *p, *end; /* the room being filled, NULL when none */
+    size_t n;      /* rows written */
+};
+
+static void a_rows_put(struct a_rows *ar, const struct gm_analysis_alloc *a)
+{
+    struct gm_json *w = ar->c->w;
+    if (ar->p && ar->end - ar->p >= (ptrdiff_t)A_ROW_MAX + 1) {
+        *ar->p++ = ',';
+        ar->p = a_row(ar->p, a, gm_layout_block_size(ar->h, a));
+    } else {
+        if (ar->p)
+            gm_json_room_end(w, ar->p);
+        ar->p = gm_json_room(w, A_ROWS * (A_ROW_MAX + 1));
+        if (ar->p) {
+            ar->end = ar->p + A_ROWS * (A_ROW_MAX + 1);
+            ar->p = a_row(ar->p, a, gm_layout_block_size(ar->h, a));
+        } else {
+            char row[A_ROW_MAX + 1];
+            *a_row(row, a, gm_layout_block_size(ar->h, a)) = '\0';
+            gm_json_raw(w, row);
+        }
+    }
+    gm_report_use_stack(ar->c, a->stack);
+    ar->n++;
+}
+
+static void a_rows_end(struct a_rows *ar)
+{
+    if (ar->p)
+        gm_json_room_end(ar->c->w, ar->p);
+    ar->p = NULL;
+}
+
 static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
                                     const struct gm_analysis_device *ad,
                                     const struct gm_layout_history *h,
@@ -359,37 +414,25 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
     gm_json_end_array(w);
     gm_json_key(w, "A");
     gm_json_begin_array(w);
-    ww = WIN_WALK(win, nw);
-    /* the rows go into the writer's buffer A_ROWS at a time, as one piece of text (the
-     * commas between them written here): a room asked for each row cost as much as its
-     * numbers */
-    char *p = NULL, *room_end = NULL;
-    for (size_t i = 0; i < ad->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &ad->allocs[i];
-        /* the allocations are in alloc order */
-        if (!s.chosen[i] && !(a->alloc_event >= 0 && in_windows_walk(&ww, a->alloc_event)))
-            continue;
-        if (p && room_end - p >= (ptrdiff_t)A_ROW_MAX + 1) {
-            *p++ = ',';
-            p = a_row(p, a, gm_layout_block_size(h, a));
-        } else {
-            if (p)
-                gm_json_room_end(w, p);
-            p = gm_json_room(w, A_ROWS * (A_ROW_MAX + 1));
-            if (p) {
-                room_end = p + A_ROWS * (A_ROW_MAX + 1);
-                p = a_row(p, a, gm_layout_block_size(h, a));
-            } else {
-                char row[A_ROW_MAX + 1];
-                *a_row(row, a, gm_layout_block_size(h, a)) = '\0';
-                gm_json_raw(w, row);
+    {
+        /* in alloc order: those alive at a window's start (chosen), found with memchr()
+         * between the windows, and every one made inside a window, a run of the order */
+        struct a_rows ar = {c, h, NULL, NULL, 0};
+        size_t i = 0;
+        for (size_t j = 0; j <= nw; j++) {
+            size_t lo = j < nw ? made_after(ad, i, win[j].k0) : ad->n_allocs;
+            size_t hi = j < nw ? made_after(ad, lo, win[j].k1) : ad->n_allocs;
+            const uint8_t *ch;
+            while (i < lo && (ch = memchr(s.chosen + i, 1, lo - i)) != NULL) {
+                i = (size_t)(ch - s.chosen);
+                a_rows_put(&ar, &ad->allocs[i++]);
             }
+            for (i = lo; i < hi; i++)
+                a_rows_put(&ar, &ad->allocs[i]);
         }
-        gm_report_use_stack(c, a->stack);
-        n_a++;
+        a_rows_end(&ar);
+        n_a = ar.n;
     }
-    if (p)
-        gm_json_room_end(w, p);
     gm_json_end_array(w);
     gm_json_kv_u64(w, "n_A", n_a);
 out:
