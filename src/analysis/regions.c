@@ -52,10 +52,16 @@ static enum gm_status totals_build(const struct gm_analysis_device *dev, struct 
             t->after[a->free_event] -= a->bytes;
     }
     uint64_t cur = t->initial;
-    for (size_t k = 0; k < n; k++) {
-        cur += t->after[k];
-        t->after[k] = cur;
+    size_t k = 0;
+    for (; k + 4 <= n; k += 4) { /* a running sum: four to a turn, an event costs ~3 */
+        uint64_t *v = &t->after[k];
+        v[0] = cur += v[0];
+        v[1] = cur += v[1];
+        v[2] = cur += v[2];
+        v[3] = cur += v[3];
     }
+    for (; k < n; k++)
+        t->after[k] = cur += t->after[k];
     return GM_OK;
 }
 
