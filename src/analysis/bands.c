@@ -15,6 +15,7 @@
 #include "base/hint.h"
 #include "gpumem/arena.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,12 +189,20 @@ static void take(struct gm_bands *out, uint32_t i)
     out->allocs[out->n++] = i;
 }
 
+/* 'area' as a float at least as large: a bound of every area of the allocation clipped
+ * to a window (4 bytes an allocation, kept while the bands are chosen). */
+static float area_bound(double area)
+{
+    float f = (float)area;
+    return (double)f < area ? nextafterf(f, INFINITY) : f;
+}
+
 /* Every allocation to the heap of its kind: the edge ones, the others to their slice's and
- * to the heap of all the others. */
+ * to the heap of all the others; each one's area bound into 'bound' when given. */
 static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
                                          const struct gm_lod_axis *ax, const float *xs,
                                          struct heap *edge, struct heap *all, struct heap *slice,
-                                         bool kept32)
+                                         float *bound, bool kept32)
 {
     for (size_t i = 0; i < ad->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
@@ -202,6 +211,8 @@ static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
         unsigned s;
         life(ax, xs, a, &x0, &x1, kept32);
         c = cand_of(ad, i, x0, x1);
+        if (bound)
+            bound[i] = area_bound(c.area);
         if (is_edge(a)) {
             heap_offer(edge, &c);
             continue;
@@ -218,7 +229,7 @@ static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
  * leave at most the budget to them, so they are among these). */
 static enum gm_status choose_whole(const struct gm_analysis_device *ad,
                                    const struct gm_lod_axis *ax, const float *xs, size_t max,
-                                   struct gm_bands *out)
+                                   float *bound, struct gm_bands *out)
 {
     size_t n = ad->n_allocs, n_edge = 0, n_inner, edge_take, inner, per_slice, n_pick = 0;
     struct heap edge = {NULL, 0, 0}, all = {NULL, 0, 0}, slice[GM_BANDS_SPREAD];
@@ -245,9 +256,9 @@ static enum gm_status choose_whole(const struct gm_analysis_device *ad,
     for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
         slice[s] = (struct heap){pool + edge_take + inner + s * per_slice, 0, per_slice};
     if (gm_lod_axis_x32(ax))
-        offer_whole(ad, ax, xs, &edge, &all, slice, true);
+        offer_whole(ad, ax, xs, &edge, &all, slice, bound, true);
     else
-        offer_whole(ad, ax, xs, &edge, &all, slice, false);
+        offer_whole(ad, ax, xs, &edge, &all, slice, bound, false);
     qsort(edge.v, edge.n, sizeof(*edge.v), cmp_cand);
     for (size_t j = 0; j < edge.n; j++)
         take(out, edge.v[j].i);
@@ -273,21 +284,24 @@ out_free:
 }
 
 /* Every allocation that is not a band to the heap of each window its life overlaps, with
- * its area clipped to the window. */
+ * its area clipped to the window.  A full heap takes only an area above its root's ('thr',
+ * -inf while it has room), and a clipped area is at most the whole one ('bound'): most
+ * allocations are turned away by that alone, without their life's x's. */
 static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
                                            const struct gm_lod_axis *ax, const float *xs,
-                                           const uint8_t *is_band, struct heap *h, size_t W,
-                                           const int64_t *wk, const double *wx, bool kept32)
+                                           const uint8_t *is_band, const float *bound,
+                                           struct heap *h, double *thr, size_t W, const int64_t *wk,
+                                           const double *wx, bool kept32)
 {
     size_t ne = ax->n_events;
     for (size_t i = 0; i < ad->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
         int64_t end = a->free_event < 0 ? (int64_t)ne : a->free_event;
-        double x0, x1;
+        double x0 = 0, x1 = 0;
+        bool have_life = false;
         size_t w;
         if (is_band[i])
             continue;
-        life(ax, xs, a, &x0, &x1, kept32);
         /* a window at or before the one of its alloc (ne * w / W <= alloc_event for this
          * w); the loop passes over those that end at or before its alloc */
         w = a->alloc_event < 0 ? 0 : (size_t)((uint64_t)a->alloc_event * W / ne);
@@ -299,11 +313,22 @@ static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
                 continue;
             if (end <= k0)
                 break; /* the later windows start later still */
+            if ((double)bound[i] < thr[w]) {
+                if (end <= k1)
+                    break;
+                continue;
+            }
+            if (!have_life) {
+                life(ax, xs, a, &x0, &x1, kept32);
+                have_life = true;
+            }
             cd = (struct cand){(double)a->bytes * ((x1 < wx1 ? x1 : wx1) - (x0 > wx0 ? x0 : wx0)),
                                a->bytes, a->alloc_event, (uint32_t)i};
             if (cd.area < 0)
                 cd.area = 0;
             heap_offer(&h[w], &cd);
+            if (h[w].n == h[w].cap)
+                thr[w] = h[w].v[0].area;
             if (end <= k1)
                 break; /* it ends in this window: no later one starts before its end */
         }
@@ -312,13 +337,15 @@ static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
 
 static enum gm_status choose_windows(const struct gm_analysis_device *ad,
                                      const struct gm_lod_axis *ax, const float *xs,
-                                     const struct gm_bands_opts *o, struct gm_bands *out)
+                                     const float *bound, const struct gm_bands_opts *o,
+                                     struct gm_bands *out)
 {
     size_t ne = ax->n_events, W = o->n_windows;
     struct heap *h;
     struct cand *pool;
     int64_t *wk; /* window w is events [wk[w], wk[w + 1]) */
     double *wx;  /* their x */
+    double *thr; /* per window: the area its heap's root holds when full, else -inf */
     enum gm_status st = GM_OK;
 
     if (!W || !o->per_window || !ne || out->n == ad->n_allocs)
@@ -327,23 +354,25 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
     pool = gm_malloc(W * o->per_window * sizeof(*pool));
     wk = gm_malloc((W + 1) * sizeof(*wk));
     wx = gm_malloc((W + 1) * sizeof(*wx));
+    thr = gm_malloc(W * sizeof(*thr));
     out->windows = gm_calloc(W, sizeof(*out->windows));
-    if (!h || !pool || !wk || !wx || !out->windows) {
+    if (!h || !pool || !wk || !wx || !thr || !out->windows) {
         st = GM_ERR_NOMEM;
         goto out_free;
     }
     for (size_t w = 0; w < W; w++) {
         h[w].v = pool + w * o->per_window;
         h[w].cap = o->per_window;
+        thr[w] = -INFINITY;
     }
     for (size_t w = 0; w <= W; w++) {
         wk[w] = (int64_t)(ne * w / W);
         wx[w] = x_of(ax, xs, wk[w], false);
     }
     if (gm_lod_axis_x32(ax))
-        offer_windows(ad, ax, xs, out->is_band, h, W, wk, wx, true);
+        offer_windows(ad, ax, xs, out->is_band, bound, h, thr, W, wk, wx, true);
     else
-        offer_windows(ad, ax, xs, out->is_band, h, W, wk, wx, false);
+        offer_windows(ad, ax, xs, out->is_band, bound, h, thr, W, wk, wx, false);
     for (size_t w = 0; w < W; w++) {
         struct gm_bands_window *bw = &out->windows[out->n_windows];
         if (!h[w].n)
@@ -369,6 +398,7 @@ out_free:
     gm_free(pool);
     gm_free(wk);
     gm_free(wx);
+    gm_free(thr);
     return st;
 }
 
@@ -377,7 +407,9 @@ enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct
                                struct gm_error *err)
 {
     size_t n = ad ? ad->n_allocs : 0, max = o && o->max_bands ? o->max_bands : GM_BANDS_DEFAULT;
+    bool windows = o && o->n_windows && o->per_window && ax->n_events;
     float *xs = NULL;
+    float *bound = NULL; /* with windows: each allocation's area, for their choice */
     enum gm_status st;
 
     memset(out, 0, sizeof(*out));
@@ -388,20 +420,24 @@ enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct
     xs = event_xs(ax);
     out->allocs = gm_malloc(max * sizeof(*out->allocs));
     out->is_band = gm_calloc(n, 1);
+    if (windows)
+        bound = gm_malloc(n * sizeof(*bound));
     if ((ax->time && ax->n_events && ax->dev && !gm_lod_axis_keeps_x(ax) && !xs) || !out->allocs ||
-        !out->is_band) {
+        !out->is_band || (windows && !bound)) {
         st = GM_ERR_NOMEM;
         goto out_fail;
     }
-    st = choose_whole(ad, ax, xs, max, out);
-    if (st == GM_OK && o)
-        st = choose_windows(ad, ax, xs, o, out);
+    st = choose_whole(ad, ax, xs, max, bound, out);
+    if (st == GM_OK && windows)
+        st = choose_windows(ad, ax, xs, bound, o, out);
     if (st != GM_OK)
         goto out_fail;
     gm_free(xs);
+    gm_free(bound);
     return GM_OK;
 out_fail:
     gm_free(xs);
+    gm_free(bound);
     gm_bands_release(out);
     return gm_fail(err, st, GM_NO_OFFSET, "timeline bands: out of memory");
 }
