@@ -7,9 +7,12 @@
  * about one part in 10^7), read from the axis when it keeps every x, else kept here from
  * one walk of the trace (4 bytes an event).  Every choice keeps its best in bounded heaps (an
  * allocation that does not beat a full heap's smallest costs one comparison), so the memory
- * it needs is the budget's, not the trace's.  The rest by category is one pass over the
- * allocations in alloc order, each adding at its alloc and taking off at its free into the
- * moment asked about at or after it, then a running sum over the moments. */
+ * it needs is the budget's, not the trace's, besides a byte an allocation (is it a band) and,
+ * while the windows' bands are chosen, 4 bytes an allocation (its whole area as a float
+ * bound, which turns most allocations away from a window without their x's).  The rest by
+ * category is one pass over the allocations in alloc order, each adding at its alloc and
+ * taking off at its free into the moment asked about at or after it, then a running sum over
+ * the moments. */
 #include "gpumem/bands.h"
 
 #include "base/hint.h"
