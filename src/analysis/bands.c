@@ -99,7 +99,10 @@ static GM_INLINE_ALWAYS void life(const struct gm_lod_axis *ax, const float *xs,
 struct heap {
     struct cand *v;
     size_t n, cap;
+    double thr; /* the root's area once full, else -inf: an area below it is not taken */
 };
+
+#define HEAP(v, cap) ((struct heap){(v), 0, (cap), -INFINITY})
 
 /* Add 'a': into the room left, else in place of the worst kept (which it beats). */
 static void heap_insert(struct heap *h, const struct cand *a)
@@ -109,6 +112,8 @@ static void heap_insert(struct heap *h, const struct cand *a)
         for (i = h->n++; i > 0 && better(&h->v[(i - 1) / 2], a) > 0; i = (i - 1) / 2)
             h->v[i] = h->v[(i - 1) / 2];
         h->v[i] = *a;
+        if (h->n == h->cap)
+            h->thr = h->v[0].area;
         return;
     }
     for (i = 0;;) {
@@ -124,12 +129,15 @@ static void heap_insert(struct heap *h, const struct cand *a)
         i = m;
     }
     h->v[i] = *a;
+    h->thr = h->v[0].area;
 }
 
 /* Keep 'a' if the heap has room or it beats the worst kept; most candidates do not, and
  * cost one comparison here. */
 static inline void heap_offer(struct heap *h, const struct cand *a)
 {
+    if (a->area < h->thr)
+        return; /* below the root: one comparison */
     if (h->n < h->cap || (h->cap && better(a, &h->v[0]) > 0))
         heap_insert(h, a);
 }
@@ -235,7 +243,7 @@ static enum gm_status choose_whole(const struct gm_analysis_device *ad,
                                    float *bound, struct gm_bands *out)
 {
     size_t n = ad->n_allocs, n_edge = 0, n_inner, edge_take, inner, per_slice, n_pick = 0;
-    struct heap edge = {NULL, 0, 0}, all = {NULL, 0, 0}, slice[GM_BANDS_SPREAD];
+    struct heap edge = HEAP(NULL, 0), all = HEAP(NULL, 0), slice[GM_BANDS_SPREAD];
     struct cand *pool = NULL, *pick = NULL;
     enum gm_status st = GM_OK;
 
@@ -254,10 +262,10 @@ static enum gm_status choose_whole(const struct gm_analysis_device *ad,
         st = GM_ERR_NOMEM;
         goto out_free;
     }
-    edge = (struct heap){pool, 0, edge_take};
-    all = (struct heap){pool + edge_take, 0, inner};
+    edge = HEAP(pool, edge_take);
+    all = HEAP(pool + edge_take, inner);
     for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
-        slice[s] = (struct heap){pool + edge_take + inner + s * per_slice, 0, per_slice};
+        slice[s] = HEAP(pool + edge_take + inner + s * per_slice, per_slice);
     if (gm_lod_axis_x32(ax))
         offer_whole(ad, ax, xs, &edge, &all, slice, bound, true);
     else
@@ -287,13 +295,13 @@ out_free:
 }
 
 /* Every allocation that is not a band to the heap of each window its life overlaps, with
- * its area clipped to the window.  A full heap takes only an area above its root's ('thr',
- * -inf while it has room), and a clipped area is at most the whole one ('bound'): most
- * allocations are turned away by that alone, without their life's x's. */
+ * its area clipped to the window.  A full heap takes only an area at least its root's
+ * (heap.thr), and a clipped area is at most the whole one ('bound'): most allocations are
+ * turned away by that alone, without their life's x's. */
 static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
                                            const struct gm_lod_axis *ax, const float *xs,
                                            const uint8_t *is_band, const float *bound,
-                                           struct heap *h, double *thr, size_t W, const int64_t *wk,
+                                           struct heap *h, size_t W, const int64_t *wk,
                                            const double *wx, bool kept32)
 {
     size_t ne = ax->n_events;
@@ -316,7 +324,7 @@ static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
                 continue;
             if (end <= k0)
                 break; /* the later windows start later still */
-            if ((double)bound[i] < thr[w]) {
+            if ((double)bound[i] < h[w].thr) {
                 if (end <= k1)
                     break;
                 continue;
@@ -330,8 +338,6 @@ static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
             if (cd.area < 0)
                 cd.area = 0;
             heap_offer(&h[w], &cd);
-            if (h[w].n == h[w].cap)
-                thr[w] = h[w].v[0].area;
             if (end <= k1)
                 break; /* it ends in this window: no later one starts before its end */
         }
@@ -348,7 +354,6 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
     struct cand *pool;
     int64_t *wk; /* window w is events [wk[w], wk[w + 1]) */
     double *wx;  /* their x */
-    double *thr; /* per window: the area its heap's root holds when full, else -inf */
     enum gm_status st = GM_OK;
 
     if (!W || !o->per_window || !ne || out->n == ad->n_allocs)
@@ -357,25 +362,21 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
     pool = gm_malloc(W * o->per_window * sizeof(*pool));
     wk = gm_malloc((W + 1) * sizeof(*wk));
     wx = gm_malloc((W + 1) * sizeof(*wx));
-    thr = gm_malloc(W * sizeof(*thr));
     out->windows = gm_calloc(W, sizeof(*out->windows));
-    if (!h || !pool || !wk || !wx || !thr || !out->windows) {
+    if (!h || !pool || !wk || !wx || !out->windows) {
         st = GM_ERR_NOMEM;
         goto out_free;
     }
-    for (size_t w = 0; w < W; w++) {
-        h[w].v = pool + w * o->per_window;
-        h[w].cap = o->per_window;
-        thr[w] = -INFINITY;
-    }
+    for (size_t w = 0; w < W; w++)
+        h[w] = HEAP(pool + w * o->per_window, o->per_window);
     for (size_t w = 0; w <= W; w++) {
         wk[w] = (int64_t)(ne * w / W);
         wx[w] = x_of(ax, xs, wk[w], false);
     }
     if (gm_lod_axis_x32(ax))
-        offer_windows(ad, ax, xs, out->is_band, bound, h, thr, W, wk, wx, true);
+        offer_windows(ad, ax, xs, out->is_band, bound, h, W, wk, wx, true);
     else
-        offer_windows(ad, ax, xs, out->is_band, bound, h, thr, W, wk, wx, false);
+        offer_windows(ad, ax, xs, out->is_band, bound, h, W, wk, wx, false);
     for (size_t w = 0; w < W; w++) {
         struct gm_bands_window *bw = &out->windows[out->n_windows];
         if (!h[w].n)
@@ -401,7 +402,6 @@ out_free:
     gm_free(pool);
     gm_free(wk);
     gm_free(wx);
-    gm_free(thr);
     return st;
 }
 
