@@ -7,14 +7,18 @@
  * about one part in 10^7), read from the axis when it keeps every x, else kept here from
  * one walk of the trace (4 bytes an event).  Every choice keeps its best in bounded heaps (an
  * allocation that does not beat a full heap's smallest costs one comparison), so the memory
- * it needs is the budget's, not the trace's.  The rest by category is one pass over the
- * allocations in alloc order, each adding at its alloc and taking off at its free into the
- * moment asked about at or after it, then a running sum over the moments. */
+ * it needs is the budget's, not the trace's, besides a byte an allocation (is it a band) and,
+ * while the windows' bands are chosen, 4 bytes an allocation (its whole area as a float
+ * bound, which turns most allocations away from a window without their x's).  The rest by
+ * category is one pass over the allocations in alloc order, each adding at its alloc and
+ * taking off at its free into the moment asked about at or after it, then a running sum over
+ * the moments. */
 #include "gpumem/bands.h"
 
 #include "base/hint.h"
 #include "gpumem/arena.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,7 +99,10 @@ static GM_INLINE_ALWAYS void life(const struct gm_lod_axis *ax, const float *xs,
 struct heap {
     struct cand *v;
     size_t n, cap;
+    double thr; /* the root's area once full, else -inf: an area below it is not taken */
 };
+
+#define HEAP(v, cap) ((struct heap){(v), 0, (cap), -INFINITY})
 
 /* Add 'a': into the room left, else in place of the worst kept (which it beats). */
 static void heap_insert(struct heap *h, const struct cand *a)
@@ -105,6 +112,8 @@ static void heap_insert(struct heap *h, const struct cand *a)
         for (i = h->n++; i > 0 && better(&h->v[(i - 1) / 2], a) > 0; i = (i - 1) / 2)
             h->v[i] = h->v[(i - 1) / 2];
         h->v[i] = *a;
+        if (h->n == h->cap)
+            h->thr = h->v[0].area;
         return;
     }
     for (i = 0;;) {
@@ -120,12 +129,15 @@ static void heap_insert(struct heap *h, const struct cand *a)
         i = m;
     }
     h->v[i] = *a;
+    h->thr = h->v[0].area;
 }
 
 /* Keep 'a' if the heap has room or it beats the worst kept; most candidates do not, and
  * cost one comparison here. */
 static inline void heap_offer(struct heap *h, const struct cand *a)
 {
+    if (a->area < h->thr)
+        return; /* below the root: one comparison */
     if (h->n < h->cap || (h->cap && better(a, &h->v[0]) > 0))
         heap_insert(h, a);
 }
@@ -188,12 +200,20 @@ static void take(struct gm_bands *out, uint32_t i)
     out->allocs[out->n++] = i;
 }
 
+/* 'area' as a float at least as large: a bound of every area of the allocation clipped
+ * to a window (4 bytes an allocation, kept while the bands are chosen). */
+static float area_bound(double area)
+{
+    float f = (float)area;
+    return (double)f < area ? nextafterf(f, INFINITY) : f;
+}
+
 /* Every allocation to the heap of its kind: the edge ones, the others to their slice's and
- * to the heap of all the others. */
+ * to the heap of all the others; each one's area bound into 'bound' when given. */
 static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
                                          const struct gm_lod_axis *ax, const float *xs,
                                          struct heap *edge, struct heap *all, struct heap *slice,
-                                         bool kept32)
+                                         float *bound, bool kept32)
 {
     for (size_t i = 0; i < ad->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
@@ -202,6 +222,8 @@ static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
         unsigned s;
         life(ax, xs, a, &x0, &x1, kept32);
         c = cand_of(ad, i, x0, x1);
+        if (bound)
+            bound[i] = area_bound(c.area);
         if (is_edge(a)) {
             heap_offer(edge, &c);
             continue;
@@ -218,10 +240,10 @@ static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
  * leave at most the budget to them, so they are among these). */
 static enum gm_status choose_whole(const struct gm_analysis_device *ad,
                                    const struct gm_lod_axis *ax, const float *xs, size_t max,
-                                   struct gm_bands *out)
+                                   float *bound, struct gm_bands *out)
 {
     size_t n = ad->n_allocs, n_edge = 0, n_inner, edge_take, inner, per_slice, n_pick = 0;
-    struct heap edge = {NULL, 0, 0}, all = {NULL, 0, 0}, slice[GM_BANDS_SPREAD];
+    struct heap edge = HEAP(NULL, 0), all = HEAP(NULL, 0), slice[GM_BANDS_SPREAD];
     struct cand *pool = NULL, *pick = NULL;
     enum gm_status st = GM_OK;
 
@@ -240,14 +262,14 @@ static enum gm_status choose_whole(const struct gm_analysis_device *ad,
         st = GM_ERR_NOMEM;
         goto out_free;
     }
-    edge = (struct heap){pool, 0, edge_take};
-    all = (struct heap){pool + edge_take, 0, inner};
+    edge = HEAP(pool, edge_take);
+    all = HEAP(pool + edge_take, inner);
     for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
-        slice[s] = (struct heap){pool + edge_take + inner + s * per_slice, 0, per_slice};
+        slice[s] = HEAP(pool + edge_take + inner + s * per_slice, per_slice);
     if (gm_lod_axis_x32(ax))
-        offer_whole(ad, ax, xs, &edge, &all, slice, true);
+        offer_whole(ad, ax, xs, &edge, &all, slice, bound, true);
     else
-        offer_whole(ad, ax, xs, &edge, &all, slice, false);
+        offer_whole(ad, ax, xs, &edge, &all, slice, bound, false);
     qsort(edge.v, edge.n, sizeof(*edge.v), cmp_cand);
     for (size_t j = 0; j < edge.n; j++)
         take(out, edge.v[j].i);
@@ -273,21 +295,24 @@ out_free:
 }
 
 /* Every allocation that is not a band to the heap of each window its life overlaps, with
- * its area clipped to the window. */
+ * its area clipped to the window.  A full heap takes only an area at least its root's
+ * (heap.thr), and a clipped area is at most the whole one ('bound'): most allocations are
+ * turned away by that alone, without their life's x's. */
 static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
                                            const struct gm_lod_axis *ax, const float *xs,
-                                           const uint8_t *is_band, struct heap *h, size_t W,
-                                           const int64_t *wk, const double *wx, bool kept32)
+                                           const uint8_t *is_band, const float *bound,
+                                           struct heap *h, size_t W, const int64_t *wk,
+                                           const double *wx, bool kept32)
 {
     size_t ne = ax->n_events;
     for (size_t i = 0; i < ad->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
         int64_t end = a->free_event < 0 ? (int64_t)ne : a->free_event;
-        double x0, x1;
+        double x0 = 0, x1 = 0;
+        bool have_life = false;
         size_t w;
         if (is_band[i])
             continue;
-        life(ax, xs, a, &x0, &x1, kept32);
         /* a window at or before the one of its alloc (ne * w / W <= alloc_event for this
          * w); the loop passes over those that end at or before its alloc */
         w = a->alloc_event < 0 ? 0 : (size_t)((uint64_t)a->alloc_event * W / ne);
@@ -299,18 +324,30 @@ static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
                 continue;
             if (end <= k0)
                 break; /* the later windows start later still */
+            if ((double)bound[i] < h[w].thr) {
+                if (end <= k1)
+                    break;
+                continue;
+            }
+            if (!have_life) {
+                life(ax, xs, a, &x0, &x1, kept32);
+                have_life = true;
+            }
             cd = (struct cand){(double)a->bytes * ((x1 < wx1 ? x1 : wx1) - (x0 > wx0 ? x0 : wx0)),
                                a->bytes, a->alloc_event, (uint32_t)i};
             if (cd.area < 0)
                 cd.area = 0;
             heap_offer(&h[w], &cd);
+            if (end <= k1)
+                break; /* it ends in this window: no later one starts before its end */
         }
     }
 }
 
 static enum gm_status choose_windows(const struct gm_analysis_device *ad,
                                      const struct gm_lod_axis *ax, const float *xs,
-                                     const struct gm_bands_opts *o, struct gm_bands *out)
+                                     const float *bound, const struct gm_bands_opts *o,
+                                     struct gm_bands *out)
 {
     size_t ne = ax->n_events, W = o->n_windows;
     struct heap *h;
@@ -330,18 +367,16 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
         st = GM_ERR_NOMEM;
         goto out_free;
     }
-    for (size_t w = 0; w < W; w++) {
-        h[w].v = pool + w * o->per_window;
-        h[w].cap = o->per_window;
-    }
+    for (size_t w = 0; w < W; w++)
+        h[w] = HEAP(pool + w * o->per_window, o->per_window);
     for (size_t w = 0; w <= W; w++) {
         wk[w] = (int64_t)(ne * w / W);
         wx[w] = x_of(ax, xs, wk[w], false);
     }
     if (gm_lod_axis_x32(ax))
-        offer_windows(ad, ax, xs, out->is_band, h, W, wk, wx, true);
+        offer_windows(ad, ax, xs, out->is_band, bound, h, W, wk, wx, true);
     else
-        offer_windows(ad, ax, xs, out->is_band, h, W, wk, wx, false);
+        offer_windows(ad, ax, xs, out->is_band, bound, h, W, wk, wx, false);
     for (size_t w = 0; w < W; w++) {
         struct gm_bands_window *bw = &out->windows[out->n_windows];
         if (!h[w].n)
@@ -375,7 +410,9 @@ enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct
                                struct gm_error *err)
 {
     size_t n = ad ? ad->n_allocs : 0, max = o && o->max_bands ? o->max_bands : GM_BANDS_DEFAULT;
+    bool windows = o && o->n_windows && o->per_window && ax->n_events;
     float *xs = NULL;
+    float *bound = NULL; /* with windows: each allocation's area, for their choice */
     enum gm_status st;
 
     memset(out, 0, sizeof(*out));
@@ -386,20 +423,24 @@ enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct
     xs = event_xs(ax);
     out->allocs = gm_malloc(max * sizeof(*out->allocs));
     out->is_band = gm_calloc(n, 1);
+    if (windows)
+        bound = gm_malloc(n * sizeof(*bound));
     if ((ax->time && ax->n_events && ax->dev && !gm_lod_axis_keeps_x(ax) && !xs) || !out->allocs ||
-        !out->is_band) {
+        !out->is_band || (windows && !bound)) {
         st = GM_ERR_NOMEM;
         goto out_fail;
     }
-    st = choose_whole(ad, ax, xs, max, out);
-    if (st == GM_OK && o)
-        st = choose_windows(ad, ax, xs, o, out);
+    st = choose_whole(ad, ax, xs, max, bound, out);
+    if (st == GM_OK && windows)
+        st = choose_windows(ad, ax, xs, bound, o, out);
     if (st != GM_OK)
         goto out_fail;
     gm_free(xs);
+    gm_free(bound);
     return GM_OK;
 out_fail:
     gm_free(xs);
+    gm_free(bound);
     gm_bands_release(out);
     return gm_fail(err, st, GM_NO_OFFSET, "timeline bands: out of memory");
 }
@@ -515,6 +556,10 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
             t++;
         if (t == n)
             break;
+        /* freed by the question its alloc adds at: never alive at a question (most
+         * temporaries) */
+        if (a->free_event >= 0 && a->free_event <= q[t].k)
+            continue;
         d[t][cat] += a->bytes;
         if (a->free_event >= 0 && (f = q_index_find(&qx, a->free_event)) < n)
             d[f][cat] -= a->bytes;

@@ -401,6 +401,16 @@ static int cmp_seg_base(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* Whether the segments are in order of base already (those listed by a snapshot, and
+ * cudaMalloc handing out rising addresses, most often are): the sort is then no change. */
+static bool segs_sorted(const struct gm_layout_segment *g, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (g[i].addr < g[i - 1].addr)
+            return false;
+    return true;
+}
+
 static int cmp_block_addr(const void *a, const void *b)
 {
     const struct gm_layout_block *x = a, *y = b;
@@ -478,7 +488,7 @@ static enum gm_status at_moment(void *ctx, size_t i, const uint32_t *live, size_
         }
         nr += st->n;
     }
-    if (ns > 1) {
+    if (ns > 1 && !segs_sorted(w->segs, ns)) {
         /* sort by base, keeping each segment's ranges with it */
         qsort(w->segs, ns, sizeof(*w->segs), cmp_seg_base);
     }

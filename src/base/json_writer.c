@@ -2,6 +2,7 @@
 /* json_writer.c - streaming JSON writer (see gpumem/json.h). */
 #include "gpumem/json.h"
 
+#include "base/json_room.h"
 #include "base/outbuf.h"
 
 #include <inttypes.h>
@@ -492,4 +493,18 @@ bool gm_json_finish(struct gm_json *w)
     if (fflush(w->f) != 0 || ferror(w->f))
         w->failed = true;
     return !w->failed;
+}
+
+char *gm_json_room(struct gm_json *w, size_t n)
+{
+    if (w->flags != GM_JSON_BUFFERED || n + 1 > sizeof(w->buf))
+        return NULL;
+    if (sizeof(w->buf) - w->n_buf < n + 1)
+        flush_buf(w);
+    return number_slot(w);
+}
+
+void gm_json_room_end(struct gm_json *w, char *end)
+{
+    w->n_buf = (size_t)(end - w->buf);
 }

@@ -147,7 +147,7 @@ static GM_INLINE_ALWAYS char *gm_fmt_u64_room(char *p, uint64_t v)
 }
 
 /* "%lld" where GM_FMT_ROOM + 1 bytes of room are at p (gm_fmt_u64_room() after a sign). */
-static inline char *gm_fmt_i64_room(char *p, int64_t v)
+static GM_INLINE_ALWAYS char *gm_fmt_i64_room(char *p, int64_t v)
 {
     *p = '-';
     return gm_fmt_u64_room(p + (v < 0), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);

@@ -8,6 +8,8 @@
 #include "gpumem/json.h"
 #include "gpumem/lod.h"
 
+#include "base/json_room.h"
+#include "base/outbuf.h"
 #include "report/report_int.h"
 
 #include <stdlib.h>
@@ -31,17 +33,20 @@ static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device 
     unsigned nb = al->n;
     int64_t *ks = gm_malloc(nb * sizeof(*ks));
     uint64_t(*rest)[GM_CATEGORY_COUNT] = gm_malloc(nb * sizeof(*rest));
+    uint64_t *runs = gm_malloc(2 * (size_t)nb * sizeof(*runs)); /* one category's */
     struct gm_error err;
     gm_json_key(w, "rest");
     for (unsigned b = 0; ks && b < nb; b++)
         ks[b] = al->b[b].kmax;
-    if (!ks || !rest || gm_bands_rest_at(ad, bands, ks, nb, rest, &err) != GM_OK) {
+    if (!ks || !rest || !runs || gm_bands_rest_at(ad, bands, ks, nb, rest, &err) != GM_OK) {
         c->nomem = true;
         gm_json_null(w);
         goto out_free;
     }
     gm_json_begin_array(w);
     for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++) {
+        const uint64_t *v = &rest[0][cat], *end = v + (size_t)nb * GM_CATEGORY_COUNT;
+        size_t n_runs = 0;
         bool any = false;
         for (unsigned b = 0; b < nb && !any; b++)
             any = rest[b][cat] != 0;
@@ -49,19 +54,23 @@ static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device 
             gm_json_null(w);
             continue;
         }
-        gm_json_begin_array(w);
-        for (unsigned b = 0, e; b < nb; b = e) {
-            for (e = b + 1; e < nb && rest[e][cat] == rest[b][cat]; e++)
-                ;
-            gm_json_u64(w, rest[b][cat]);
-            gm_json_u64(w, e - b);
+        while (v < end) {
+            const uint64_t *e = v + GM_CATEGORY_COUNT;
+            while (e < end && *e == *v)
+                e += GM_CATEGORY_COUNT;
+            runs[n_runs++] = *v;
+            runs[n_runs++] = (uint64_t)(e - v) / GM_CATEGORY_COUNT;
+            v = e;
         }
+        gm_json_begin_array(w);
+        gm_json_u64s(w, runs, n_runs, sizeof(*runs));
         gm_json_end_array(w);
     }
     gm_json_end_array(w);
 out_free:
     gm_free(ks);
     gm_free(rest);
+    gm_free(runs);
 }
 
 /* The device's axis, keeping every x (the bands, series and state read them), and its
@@ -129,15 +138,66 @@ static void write_lod(struct gm_report_ctx *c, const struct gm_analysis_device *
 
 /* ---- the allocations drawn one by one (gpumem/bands.h) ---- */
 
+/* Whether x is written as an integer by gm_report_num() (every x of a time axis kept in
+ * whole microseconds, and every event index). */
+static bool whole_x(double x)
+{
+    return x == (double)(int64_t)x && x > -9e15 && x < 9e15;
+}
+
+/* A band's row [k_alloc, k_free, x0, x1, bytes, cat, stack, addr, "stream"] at p
+ * (BAND_ROW_MAX bytes of room) when its x's are whole; the end of the row. */
+#define BAND_ROW_MAX (4 + 9 * (GM_FMT_ROOM + 2))
+static char *band_row(char *p, const struct gm_lod_axis *ax, const struct gm_analysis_alloc *a,
+                      double x0, double x1)
+{
+    *p++ = '[';
+    p = gm_fmt_i64_room(p, a->alloc_event);
+    *p++ = ',';
+    p = gm_fmt_i64_room(p, a->free_event < 0 ? (int64_t)ax->n_events : a->free_event);
+    *p++ = ',';
+    p = gm_fmt_i64_room(p, (int64_t)x0);
+    *p++ = ',';
+    p = gm_fmt_i64_room(p, (int64_t)x1);
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->bytes);
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->category);
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->stack);
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->addr);
+    *p++ = ',';
+    *p++ = '"';
+    p = gm_fmt_u64_room(p, a->stream);
+    *p++ = '"';
+    *p++ = ']';
+    return p;
+}
+
 static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
                        const struct gm_analysis_alloc *a, const double *x)
 {
     struct gm_json *w = c->w;
+    double x1 = a->free_event < 0 ? ax->x_end : x[1];
+    if (whole_x(x[0]) && whole_x(x1)) {
+        /* the common row at once, as the calls below write it: thousands of bands */
+        char *p = gm_json_room(w, BAND_ROW_MAX);
+        if (p) {
+            gm_json_room_end(w, band_row(p, ax, a, x[0], x1));
+        } else {
+            char row[BAND_ROW_MAX + 1];
+            *band_row(row, ax, a, x[0], x1) = '\0';
+            gm_json_raw(w, row);
+        }
+        gm_report_use_stack(c, a->stack);
+        return;
+    }
     gm_json_begin_array(w);
     gm_json_i64(w, a->alloc_event);
     gm_json_i64(w, a->free_event < 0 ? (int64_t)ax->n_events : a->free_event);
     gm_report_num(w, x[0]);
-    gm_report_num(w, a->free_event < 0 ? ax->x_end : x[1]);
+    gm_report_num(w, x1);
     gm_json_u64(w, a->bytes);
     gm_json_u64(w, a->category);
     gm_json_u64(w, a->stack);

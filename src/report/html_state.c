@@ -33,6 +33,8 @@
 #include "gpumem/json.h"
 #include "gpumem/lod.h"
 
+#include "base/json_room.h"
+#include "base/outbuf.h"
 #include "report/report_int.h"
 
 #include <stdlib.h>
@@ -211,17 +213,134 @@ struct win_walk {
     const struct window *win;
     size_t nw, j;
     int64_t last;
+    int64_t until; /* the answer for 'last' holds up to this event */
+    bool in;
 };
+
+#define WIN_WALK(win, nw) ((struct win_walk){(win), (nw), 0, INT64_MIN, INT64_MIN, false})
 
 static inline bool in_windows_walk(struct win_walk *ww, int64_t k)
 {
     if (k < ww->last)
         return in_windows(ww->win, ww->nw, k);
     ww->last = k;
+    if (k <= ww->until)
+        return ww->in;
     /* the first window that ends at or after k; the windows are disjoint and sorted */
     while (ww->j < ww->nw && ww->win[ww->j].k1 < k)
         ww->j++;
-    return ww->j < ww->nw && ww->win[ww->j].k0 < k;
+    if (ww->j == ww->nw) {
+        ww->in = false;
+        ww->until = INT64_MAX;
+    } else if (ww->win[ww->j].k0 < k) {
+        ww->in = true; /* inside (k0, k1] */
+        ww->until = ww->win[ww->j].k1;
+    } else {
+        ww->in = false; /* before it */
+        ww->until = ww->win[ww->j].k0;
+    }
+    return ww->in;
+}
+
+/* Allocation 'a' of A as its row [addr, size, bytes, category, stack, k_alloc,
+ * k_free_requested, k_free] at p (A_ROW_MAX bytes of room); the end of the row.  Most rows
+ * repeat a number of their own: bytes equal to the block's size, a free completed at the
+ * event after its request; their digits are copied (and the last one counted up). */
+#define A_ROW_MAX (2 + 8 * (GM_FMT_ROOM + 2))
+#define A_ROWS    24u /* rows written into one room of the writer's buffer */
+static GM_INLINE_ALWAYS char *a_row(char *p, const struct gm_analysis_alloc *a, uint64_t size)
+{
+    char *s;
+    size_t n;
+    *p++ = '[';
+    p = gm_fmt_u64_room(p, a->addr);
+    *p++ = ',';
+    s = p;
+    p = gm_fmt_u64_room(p, size);
+    n = (size_t)(p - s);
+    *p++ = ',';
+    if (a->bytes == size) {
+        memcpy(p, s, GM_FMT_ROOM);
+        p += n;
+    } else {
+        p = gm_fmt_u64_room(p, a->bytes);
+    }
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->category);
+    *p++ = ',';
+    p = gm_fmt_u64_room(p, a->stack);
+    *p++ = ',';
+    p = gm_fmt_i64_room(p, a->alloc_event);
+    *p++ = ',';
+    s = p;
+    p = gm_fmt_i64_room(p, a->free_requested_event);
+    n = (size_t)(p - s);
+    *p++ = ',';
+    if (a->free_requested_event >= 0 && a->free_event == a->free_requested_event + 1 &&
+        p[-2] != '9') {
+        memcpy(p, s, GM_FMT_ROOM);
+        p += n;
+        p[-1]++;
+    } else {
+        p = gm_fmt_i64_room(p, a->free_event);
+    }
+    *p++ = ']';
+    return p;
+}
+
+/* The first allocation from 'from' on made after event k (the allocations are in alloc
+ * order: alloc_event never decreases along it). */
+static size_t made_after(const struct gm_analysis_device *ad, size_t from, int64_t k)
+{
+    size_t lo = from, hi = ad->n_allocs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ad->allocs[mid].alloc_event <= k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The rows of A go into the writer's buffer A_ROWS at a time, as one piece of text (the
+ * commas between them written here): a room asked for each row cost as much as its
+ * numbers. */
+struct a_rows {
+    struct gm_report_ctx *c;
+    const struct gm_layout_history *h;
+    char *p, *end; /* the room being filled, NULL when none */
+    size_t n;      /* rows written */
+};
+
+static void a_rows_put(struct a_rows *ar, const struct gm_analysis_alloc *a)
+{
+    struct gm_json *w = ar->c->w;
+    if (ar->p && ar->end - ar->p >= (ptrdiff_t)A_ROW_MAX + 1) {
+        *ar->p++ = ',';
+        ar->p = a_row(ar->p, a, gm_layout_block_size(ar->h, a));
+    } else {
+        if (ar->p)
+            gm_json_room_end(w, ar->p);
+        ar->p = gm_json_room(w, A_ROWS * (A_ROW_MAX + 1));
+        if (ar->p) {
+            ar->end = ar->p + A_ROWS * (A_ROW_MAX + 1);
+            ar->p = a_row(ar->p, a, gm_layout_block_size(ar->h, a));
+        } else {
+            char row[A_ROW_MAX + 1];
+            *a_row(row, a, gm_layout_block_size(ar->h, a)) = '\0';
+            gm_json_raw(w, row);
+        }
+    }
+    gm_report_use_stack(ar->c, a->stack);
+    ar->n++;
+}
+
+static void a_rows_end(struct a_rows *ar)
+{
+    if (ar->p)
+        gm_json_room_end(ar->c->w, ar->p);
+    ar->p = NULL;
 }
 
 static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_snapshot_device *sd,
@@ -279,7 +398,7 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
         goto out;
     gm_json_key(w, "changes");
     gm_json_begin_array(w);
-    ww = (struct win_walk){win, nw, 0, INT64_MIN};
+    ww = WIN_WALK(win, nw);
     for (size_t i = 0; i < h->n_changes; i++) {
         const struct gm_layout_change *ch = &h->changes[i];
         if (!in_windows_walk(&ww, ch->event))
@@ -295,18 +414,24 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
     gm_json_end_array(w);
     gm_json_key(w, "A");
     gm_json_begin_array(w);
-    ww = (struct win_walk){win, nw, 0, INT64_MIN};
-    for (size_t i = 0; i < ad->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &ad->allocs[i];
-        /* the allocations are in alloc order */
-        if (!s.chosen[i] && !(a->alloc_event >= 0 && in_windows_walk(&ww, a->alloc_event)))
-            continue;
-        const uint64_t u[5] = {a->addr, gm_layout_block_size(h, a), a->bytes, a->category,
-                               a->stack};
-        const int64_t k[3] = {a->alloc_event, a->free_requested_event, a->free_event};
-        gm_json_int_array(w, u, 5, k, 3);
-        gm_report_use_stack(c, a->stack);
-        n_a++;
+    {
+        /* in alloc order: those alive at a window's start (chosen), found with memchr()
+         * between the windows, and every one made inside a window, a run of the order */
+        struct a_rows ar = {c, h, NULL, NULL, 0};
+        size_t i = 0;
+        for (size_t j = 0; j <= nw; j++) {
+            size_t lo = j < nw ? made_after(ad, i, win[j].k0) : ad->n_allocs;
+            size_t hi = j < nw ? made_after(ad, lo, win[j].k1) : ad->n_allocs;
+            const uint8_t *ch;
+            while (i < lo && (ch = memchr(s.chosen + i, 1, lo - i)) != NULL) {
+                i = (size_t)(ch - s.chosen);
+                a_rows_put(&ar, &ad->allocs[i++]);
+            }
+            for (i = lo; i < hi; i++)
+                a_rows_put(&ar, &ad->allocs[i]);
+        }
+        a_rows_end(&ar);
+        n_a = ar.n;
     }
     gm_json_end_array(w);
     gm_json_kv_u64(w, "n_A", n_a);

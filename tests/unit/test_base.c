@@ -11,6 +11,7 @@
 #include "base/big.h"
 #include "base/buf.h"
 #include "base/json_load.h"
+#include "base/json_room.h"
 #include "base/map.h"
 #include "base/reader.h"
 #include "base/slab.h"
@@ -327,6 +328,58 @@ static void doc_rows_whole(struct gm_json *w)
     doc_rows(w, true);
 }
 
+/* The rows of doc_rows() formatted by the caller into gm_json_room() (or, where the writer
+ * gives no room, a local buffer written with gm_json_raw()). */
+static char *row_text(char *p, const uint64_t *u, size_t nu, const int64_t *s, size_t ns)
+{
+    char b[32];
+    *p++ = '[';
+    for (size_t q = 0; q < nu + ns; q++) {
+        size_t n = q < nu ? (size_t)snprintf(b, sizeof(b), "%llu", (unsigned long long)u[q])
+                          : (size_t)snprintf(b, sizeof(b), "%lld", (long long)s[q - nu]);
+        if (q)
+            *p++ = ',';
+        memcpy(p, b, n);
+        p += n;
+    }
+    *p++ = ']';
+    return p;
+}
+
+static void room_row(struct gm_json *w, const uint64_t *u, size_t nu, const int64_t *s, size_t ns)
+{
+    char *p = gm_json_room(w, 2 + 12 * 22);
+    if (p) {
+        gm_json_room_end(w, row_text(p, u, nu, s, ns));
+    } else {
+        char row[2 + 12 * 22 + 1];
+        *row_text(row, u, nu, s, ns) = '\0';
+        gm_json_raw(w, row);
+    }
+}
+
+static void doc_rows_room(struct gm_json *w)
+{
+    const struct num_row *r = num_rows();
+    gm_json_begin_object(w);
+    gm_json_key(w, "rows");
+    gm_json_begin_array(w);
+    for (size_t j = 0; j < 3000; j++) {
+        uint64_t u[6];
+        int64_t s[6];
+        size_t nu = j % 7 < 6 ? j % 7 : 0, ns = (j / 7) % 4;
+        for (size_t q = 0; q < 6; q++) {
+            u[q] = r[(j + q) % 5000].u;
+            s[q] = r[(j + q) % 5000].i;
+        }
+        room_row(w, u, nu, s, ns);
+    }
+    gm_json_end_array(w);
+    gm_json_key(w, "row");
+    room_row(w, &r[1].u, 1, &r[1].i, 1);
+    gm_json_end_object(w);
+}
+
 static void doc_numbers_bulk(struct gm_json *w)
 {
     doc_numbers(w, true);
@@ -349,6 +402,13 @@ static void test_json_number_arrays(void **state)
         assert_true(ok1 && ok2);
         assert_true(strlen(t1) > 4u * GM_JSON_BUF_SIZE);
         assert_string_equal(t1, t2);
+        free(t2);
+        /* the same rows formatted by the caller in the writer's own buffer, or as raw text
+         * (compact: the caller's) where the writer gives no room */
+        t2 = json_of(doc_rows_room, flags, &ok2);
+        assert_true(ok2);
+        if (!(flags & GM_JSON_PRETTY))
+            assert_string_equal(t1, t2);
         free(t1);
         free(t2);
     }
