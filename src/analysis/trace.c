@@ -397,6 +397,8 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     /* the stack and extra of the line before (tc holds that line's, or is not valid): their
      * frames lines are written already */
     same = tc->valid && e->stack == tc->stack && e->extra == tc->extra;
+    /* skipping show_stack() is only a shortcut: it writes a stack's frames line once per run
+     * and its "already shown" marks are never reset */
     if (!same) {
         show_stack(o, c, e->stack);
         if (x)
@@ -444,6 +446,9 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         gm_outbuf_commit(o, p);
         return;
     }
+    /* the kept line end: everything written from here to the line's end must depend only on
+     * the key compared above (stack, extra, reserved total, pool flag); a field that depends on
+     * anything else goes before this point, or into that key */
     tail = p;
     p = gm_fmt_u64_memo(p, tl->reserved, &jl->reserved);
     if ((e->flags & GM_EVENT_HAS_POOL_ID) && x) {
@@ -535,7 +540,8 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         if (t->keys)
             p = gm_fmt_str(p, t->keys, t->n_keys);
     }
-    p = gm_fmt_str(p, fr->s, fr->n);
+    if (fr->n) /* a stack past the last one has no text (and no pointer to copy from) */
+        p = gm_fmt_str(p, fr->s, fr->n);
     *p++ = '\n';
     gm_outbuf_commit(o, p);
 }

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_analysis.c - the snapshot analysis (categories, phases, iterations, leaks,
- * fragmentation, diff and the analysis for it, peaks) on whatever snapshot arbitrary bytes load
- * into.  The corpus in corpus/analysis/ is written by tests/analysis/make_corpus.py, its fmt2026_*
+ * fragmentation, diff and the analysis for it, peaks, the trace written as text and NDJSON) on
+ * whatever snapshot arbitrary bytes load into.  The corpus in corpus/analysis/ is written by tests/analysis/make_corpus.py, its fmt2026_*
  * files by tests/reference/make_2026_format.py. */
 #include "gpumem/gpumem.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -95,6 +96,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 gm_analysis_peaks_release(&pk);
         }
         gm_analysis_free(an);
+    }
+    {
+        /* the trace writer's kept texts and fixed-size copies take lengths from the file: both
+         * formats, the whole trace and a window of one device, written where nothing reads */
+        FILE *null = fopen("/dev/null", "w");
+        if (null) {
+            struct gm_analysis_trace_opts to[] = {{-1, 0, UINT64_MAX, GM_TRACE_TEXT},
+                                                  {-1, 0, UINT64_MAX, GM_TRACE_NDJSON},
+                                                  {0, 1, 5, GM_TRACE_NDJSON}};
+            for (size_t i = 0; i < sizeof(to) / sizeof(to[0]); i++)
+                (void)gm_analysis_trace(null, s, &to[i], &err);
+            fclose(null);
+        }
     }
     gm_snapshot_free(s);
     return 0;

@@ -40,7 +40,7 @@ static const struct gm_snapshot_stack stacks[N_STACKS] = {
 
 /* extras: none of the keys, each key, a pool, a stream, a forward stack, an action's own
  * name, and metadata longer than any end of line the writer keeps */
-static char long_meta[300];
+static char long_meta[5000]; /* over the writer's 4096-byte room: the line moves */
 static struct gm_snapshot_event_extra extras[] = {
     {0, NULL, "N/A", NULL, {0, 0}, NULL, 0},
     {0, NULL, NULL, NULL, {0, 0}, NULL, 0},
@@ -172,7 +172,7 @@ static void make_snapshot(struct gm_snapshot *snap, struct gm_snapshot_device *d
     devs[0].index = 0;
     devs[0].events = ev0;
     devs[0].n_events = N_EVENTS;
-    devs[1].index = 3;
+    devs[1].index = 1234567; /* six or more digits: the line start is not the index's key */
     devs[1].events = ev1;
     devs[1].n_events = N_EVENTS / 3;
     for (int i = 0; i < 2; i++)
@@ -203,12 +203,14 @@ static char *trace_text(const struct gm_snapshot *snap, enum gm_trace_format for
     return buf;
 }
 
+/* Every NDJSON event line equals printf of the event with the walk's totals after it, and each
+ * stack's frames line comes before the first event that names the stack. */
 static void test_ndjson_lines_are_printf_of_the_events(void **state)
 {
     struct gm_snapshot snap;
     struct gm_snapshot_device devs[2];
     struct gm_error err;
-    char *buf, *line, *save = NULL, want[1024];
+    char *buf, *line, *save = NULL, want[16384];
     size_t n_lines = 0;
     bool shown[N_STACKS] = {false};
     (void)state;
@@ -260,6 +262,8 @@ static void want_column(char *out, uint64_t bytes)
     snprintf(out, 32, "%11s", gm_format_bytes(b, sizeof(b), bytes, GM_UNITS_IEC));
 }
 
+/* In the text trace, the size and total columns equal gm_format_bytes() of the event's size and
+ * of the walk's totals (the writer's ready-text slots never hold another count's text). */
 static void test_text_byte_columns_are_format_bytes(void **state)
 {
     struct gm_snapshot snap;
