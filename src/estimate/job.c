@@ -48,6 +48,7 @@ void gm_job_init(struct gm_job *job)
     job->parallel.cp = 1;
     job->parallel.shard = GM_SHARD_NONE;
     job->parallel.bucket_elements = 500000000;
+    job->parallel.zero_reuse_distance = 1000000000;
     job->engine.kind = GM_ENGINE_NONE;
     job->engine.vllm.gpu_memory_utilization = 0.9;
     job->engine.vllm.block_size = 16;
@@ -687,6 +688,11 @@ static const struct gm_job_setting settings[] = {
         FLAG("zero-overlap-comm",
              "ZeRO-1/2 overlap_comm: two reduce buckets in backward (DeepSpeed's default: off)",
              TRAIN, GM_ENGINE_NONE, parallel.zero_overlap_comm),
+    [EST_SET_ZERO_REUSE_DISTANCE] =
+        NUM("zero-reuse-distance", GM_JOB_COUNT, "N",
+            "ZeRO-3 stage3_max_reuse_distance in elements: parameters used again within N "
+            "stay gathered (default 1e9)",
+            TRAIN, GM_ENGINE_NONE, parallel.zero_reuse_distance, 0, 1e15, 0),
     [EST_SET_DDP_BUCKET_VIEW] =
         FLAG("ddp-bucket-view", "DDP gradient_as_bucket_view=True (no gradient bucket copy)", TRAIN,
              GM_ENGINE_NONE, parallel.ddp_bucket_view),
@@ -1566,6 +1572,8 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
         if (est_given(j, EST_SET_BUCKET_ELEMENTS))
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--bucket-elements needs --zero");
     }
+    if (p->shard != GM_SHARD_ZERO3 && est_given(j, EST_SET_ZERO_REUSE_DISTANCE))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--zero-reuse-distance needs --zero 3");
     if (p->tp > p->gpus)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp %llu exceeds --gpus %llu",
                        (unsigned long long)p->tp, (unsigned long long)p->gpus);

@@ -417,6 +417,68 @@ static void test_zero_reduce_buffer_moves_peak(void **state)
     gm_estimate_free(z);
 }
 
+/* ZeRO-3's reuse distance (DeepSpeed PartitionedParameterCoordinator.__params_to_release,
+ * deepspeed/runtime/zero/partitioned_param_coordinator.py, v0.8.0 to v0.16.4): a module's
+ * parameters stay gathered when the modules fetched before their next use hold fewer than
+ * stage3_max_reuse_distance elements.  The lm_head's next use is its own backward, right
+ * after the loss: kept whatever the distance; a layer element with s layer elements after
+ * it comes back after 2H + 2s elements (3s when every layer is recomputed); with a distance
+ * beyond the whole model everything stays gathered, the untied embedding too. */
+static void test_zero3_reuse_distance(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("llama-2-7b");
+    const uint64_t H = 32000ull * 4096; /* the untied lm_head */
+    struct gm_estimate *z = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    uint64_t unit, kept_plain, kept_ckpt;
+    (void)state;
+    assert_non_null(m);
+    train_job(&j, m);
+    j.numerics.precision = GM_PREC_BF16;
+    j.parallel.gpus = 2;
+    j.parallel.shard = GM_SHARD_ZERO3;
+    /* a distance of 1000 elements: only the lm_head (bf16) stays, between its forward and
+     * its backward (the loss and the start of backward) */
+    j.parallel.zero_reuse_distance = 1000;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero3_reused_params"), H * 2);
+    assert_int_equal(component_phases(z, "zero3_reused_params"), GM_EST_PHASE_SAVED);
+    /* 0: every module released after use (DeepSpeed before a trace is complete) */
+    j.parallel.zero_reuse_distance = 0;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero3_reused_params"), UINT64_MAX);
+    /* beyond the model: all of it gathered at the start of backward, one layer of it counted
+     * as the layer computed (gathered_params) */
+    j.parallel.zero_reuse_distance = 1000000000000000ull;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    unit = component(z, "gathered_params");
+    assert_true(unit > 0 && unit != UINT64_MAX);
+    {
+        uint64_t all = component(z, "zero3_reused_params") + unit;
+        /* the whole model in bf16, within the rounding of one layer's average */
+        assert_true(all <= z->n_params * 2 && z->n_params * 2 - all < 64);
+    }
+    /* DeepSpeed's default 1e9: the last (1e9 - 2H) / 2 layer elements without
+     * checkpointing, (1e9 - 2H) / 3 when every layer is recomputed */
+    j.parallel.zero_reuse_distance = 1000000000;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    kept_plain = component(z, "zero3_reused_params") + unit - H * 2;
+    j.memory.checkpointing = GM_CKPT_FULL;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    kept_ckpt = component(z, "zero3_reused_params") + unit - H * 2;
+    assert_true(kept_plain / 2 >= (1000000000 - 2 * H) / 2 - 2 &&
+                kept_plain / 2 <= (1000000000 - 2 * H) / 2 + 2);
+    assert_true(kept_ckpt / 2 >= (1000000000 - 2 * H) / 3 - 2 &&
+                kept_ckpt / 2 <= (1000000000 - 2 * H) / 3 + 2);
+    /* FSDP has no such rule */
+    j.parallel.shard = GM_SHARD_FSDP;
+    j.parallel.fsdp_version = 2;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero3_reused_params"), UINT64_MAX);
+    gm_estimate_free(z);
+}
+
 /* Pipeline: the first stage keeps p micro-batches of L/p layers (= L layers' worth), the
  * last stage L/p layers of one micro-batch plus the logits. */
 static void test_pipeline(void **state)
@@ -634,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_zero_reduce_buffers),
         cmocka_unit_test(test_zero_reduce_buffer_moves_peak),
+        cmocka_unit_test(test_zero3_reuse_distance),
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_llamacpp_kv),
         cmocka_unit_test(test_llamacpp_engine),
