@@ -469,6 +469,14 @@ void est_format_weights(const struct gm_param_counts *pc, const struct gm_quant 
 /* The weight format the job computes with: --quant, else the checkpoint's own; NULL for
  * plain floats (and for --bits, which is no format). */
 const struct gm_quant *est_job_quant(const struct gm_job *job);
+/* Whether bitsandbytes runs as Lightning Fabric's BitsandbytesPrecision (LitGPT, --model-impl
+ * litgpt): every nn.Linear converted, the lm_head too, each quantised from an fp16 copy
+ * (weights.c). */
+bool est_bnb_lightning(const struct gm_job *job);
+/* The 16-bit copies of one weight that bitsandbytes' MatMul4Bit holds while it dequantises it
+ * for a matmul: 1, or 2 when the quantisation state's dtype is not the compute dtype (the
+ * dequantised weight, then its cast). */
+unsigned est_bnb_dequant_copies(const struct gm_job *job);
 
 /* ---- fit.c ---- */
 

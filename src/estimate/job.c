@@ -910,8 +910,10 @@ static const struct gm_job_setting settings[] = {
              GM_ENGINE_NONE, workload.static_cache),
     [EST_SET_MODEL_IMPL] = CHOICE("model-impl", model_impl_choices, NULL,
                                   "whose model code: hf (transformers, default) or litgpt (one "
-                                  "F.gelu op where HF's gelu_new keeps its intermediates)",
-                                  TRAIN, stack.model_impl),
+                                  "F.gelu op where HF's gelu_new keeps its intermediates; "
+                                  "bitsandbytes through Lightning: every linear, lm_head too, "
+                                  "quantised from fp16)",
+                                  RUN, stack.model_impl),
     [EST_SET_QUANT_KERNEL] =
         CHOICE("quant-kernel", quant_kernel_choices, NULL,
                "inference (HF generate): the GPTQ / AWQ kernel and its scratch: "
@@ -1288,6 +1290,12 @@ bool est_tp_from_gpus(const struct gm_job *j)
 void est_job_resolve(struct gm_job *j)
 {
     struct gm_job_parallel *p = &j->parallel;
+    struct gm_quant *q = &j->numerics.quant;
+    /* Lightning's BitsandbytesPrecision converts the lm_head too (est_bnb_lightning()) */
+    if (j->numerics.weight_format == GM_WEIGHTS_QUANT && est_bnb_lightning(j) &&
+        (q->method == GM_QUANT_BNB_NF4 || q->method == GM_QUANT_BNB_FP4 ||
+         q->method == GM_QUANT_BNB_INT8))
+        q->lm_head = true;
     /* serving engines that shard a model: N GPUs are one copy in tensor parallelism, unless
      * --replicas says how many copies share them */
     if (est_tp_from_gpus(j)) {

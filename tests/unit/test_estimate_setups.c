@@ -417,6 +417,58 @@ static void test_zero_reduce_buffer_moves_peak(void **state)
     gm_estimate_free(z);
 }
 
+/* bitsandbytes through Lightning Fabric's BitsandbytesPrecision (LitGPT 8641822, Lightning
+ * 71aed751 src/lightning/fabric/plugins/precision/bitsandbytes.py): every nn.Linear is
+ * converted, the lm_head too, and quantised from an fp16 copy, so bitsandbytes 0.41.1's
+ * dequantize_4bit returns fp16 and MatMul4Bit casts it to bf16 beside it
+ * (F.dequantize_4bit(B, state).to(A.dtype)).  HF's loading leaves the lm_head in 16 bit and
+ * quantises in the compute dtype. */
+static void test_bnb_lightning(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Llama-2-7b-hf");
+    const uint64_t head = 32000ull * 4096, mlp = 11008ull * 4096;
+    struct gm_estimate *hf = NULL, *lit = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    (void)state;
+    assert_non_null(m);
+    /* serving a prompt of 6 tokens in NF4 (fp32 absmax per 64) */
+    gm_job_init(&j);
+    j.mode = GM_EST_INFER;
+    j.model.model = m;
+    j.workload.batch = 1;
+    j.workload.context = 6;
+    j.workload.new_tokens = 50;
+    assert_int_equal(gm_job_set(&j, "quant", "nf4", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &hf, &e), GM_OK);
+    assert_int_equal(gm_job_set(&j, "model-impl", "litgpt", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &lit, &e), GM_OK);
+    /* the lm_head in NF4 (0.5 B + 4 B per 64) instead of bf16 */
+    assert_int_equal(component(hf, "weights") - component(lit, "weights"),
+                     head * 2 - (head / 2 + head / 64 * 4));
+    /* the prompt's matmul: HF dequantises its largest linear (the MLP's) once; Lightning its
+     * lm_head, in fp16, then casts it */
+    assert_int_equal(component(hf, "nf4_dequant_buffer"), mlp * 2);
+    assert_int_equal(component(lit, "nf4_dequant_buffer"), head * 2 * 2);
+    /* QLoRA training: the lm_head dequantised and cast (2 x 2 B) outweighs a layer's largest
+     * linear beside its successor (3 x 2 B with the cast) */
+    gm_estimate_free(hf);
+    gm_estimate_free(lit);
+    hf = lit = NULL;
+    train_job(&j, m);
+    j.memory.adapter = GM_ADAPTER_QLORA;
+    j.memory.lora.fp32_upcast = false;
+    j.numerics.precision = GM_PREC_BF16;
+    assert_int_equal(gm_estimate_run(&j, &hf, &e), GM_OK);
+    assert_int_equal(component(hf, "nf4_dequant_buffer"), mlp * 2 * 2);
+    assert_int_equal(gm_job_set(&j, "model-impl", "litgpt", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &lit, &e), GM_OK);
+    assert_int_equal(component(lit, "nf4_dequant_buffer"), head * 2 * 2);
+    assert_true(lit->lora.base_weight_bytes < hf->lora.base_weight_bytes);
+    gm_estimate_free(hf);
+    gm_estimate_free(lit);
+}
+
 /* ZeRO-3's reuse distance (DeepSpeed PartitionedParameterCoordinator.__params_to_release,
  * deepspeed/runtime/zero/partitioned_param_coordinator.py, v0.8.0 to v0.16.4): a module's
  * parameters stay gathered when the modules fetched before their next use hold fewer than
@@ -697,6 +749,7 @@ int main(void)
         cmocka_unit_test(test_zero_reduce_buffers),
         cmocka_unit_test(test_zero_reduce_buffer_moves_peak),
         cmocka_unit_test(test_zero3_reuse_distance),
+        cmocka_unit_test(test_bnb_lightning),
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_llamacpp_kv),
         cmocka_unit_test(test_llamacpp_engine),
