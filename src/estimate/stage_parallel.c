@@ -258,8 +258,9 @@ static enum gm_status add_zero3_reused(struct est_ctx *cx, double unit, uint64_t
     keep = keep < 0 ? 0 : keep > L ? L : keep;
     if (keep >= L && cx->pc.lm_head && (1.0 + c) * L + 2.0 * H < R)
         E = (double)cx->pc.embedding;
-    root_b = j->memory.adapter != GM_ADAPTER_NONE ? (double)est_frozen_rest_bytes(j)
-                                                  : (double)est_weight_elem_bytes(j->numerics.precision);
+    root_b = j->memory.adapter != GM_ADAPTER_NONE
+                 ? (double)est_frozen_rest_bytes(j)
+                 : (double)est_weight_elem_bytes(j->numerics.precision);
     /* the layers as gathered_params sizes them (the frozen base as stored, the expert
      * share, / tp), less the one it counts */
     bytes = keep / (double)layer_p * unit;
