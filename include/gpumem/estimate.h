@@ -342,6 +342,8 @@ struct gm_job_parallel {
     uint64_t bucket_elements;        /* ZeRO reduce bucket, elements (5e8 DeepSpeed) */
     bool zero_overlap_comm;          /* ZeRO-1/2 overlap_comm: the reduce bucket double-buffered */
     bool ddp_bucket_view;            /* DDP gradient_as_bucket_view=True (no bucket copy) */
+    /* ZeRO-3 stage3_max_reuse_distance, elements (1e9 DeepSpeed) */
+    uint64_t zero_reuse_distance;
     /* memory techniques: FSDP version, resharding, expert parallelism */
     unsigned fsdp_version;      /* 1 FullyShardedDataParallel (flat parameters), 2 fully_shard */
     bool reshard_after_forward; /* FSDP: free the gathered layer after forward (default true;

@@ -45,7 +45,7 @@
     X(QLORA) X(LORA_RANK) X(LORA_TARGETS) X(LORA_DROPOUT) X(NO_DOUBLE_QUANT) X(NO_FP32_UPCAST) \
     X(GPUS) X(GPUS_PER_NODE) X(ZERO) X(FSDP) X(OFFLOAD_OPTIMIZER) X(OFFLOAD_PARAMS) X(TP) X(PP) \
     X(PP_SCHEDULE) X(PP_STAGES_PER_RANK) \
-    X(SEQUENCE_PARALLEL) X(ASYNC_TP) X(BUCKET_ELEMENTS) X(ZERO_OVERLAP_COMM) X(DDP_BUCKET_VIEW) X(GRAD_ACCUM) X(PAGED_OPTIMIZER) \
+    X(SEQUENCE_PARALLEL) X(ASYNC_TP) X(BUCKET_ELEMENTS) X(ZERO_OVERLAP_COMM) X(ZERO_REUSE_DISTANCE) X(DDP_BUCKET_VIEW) X(GRAD_ACCUM) X(PAGED_OPTIMIZER) \
     X(LARGEST_LAYER) X(ENGINE) X(GPU_MEMORY_UTILIZATION) X(MAX_MODEL_LEN) X(BLOCK_SIZE) \
     X(MAX_NUM_SEQS) X(MAX_NUM_BATCHED_TOKENS) X(ENFORCE_EAGER) X(NON_TORCH) X(UBATCH) \
     X(FLASH_ATTN) X(MAX_BATCH) X(MAX_CONTEXT) X(LOSS) X(LOSS_CHUNKS) X(CHECKPOINT_EVERY) \
@@ -476,6 +476,14 @@ void est_format_weights(const struct gm_param_counts *pc, const struct gm_quant 
 /* The weight format the job computes with: --quant, else the checkpoint's own; NULL for
  * plain floats (and for --bits, which is no format). */
 const struct gm_quant *est_job_quant(const struct gm_job *job);
+/* Whether bitsandbytes runs as Lightning Fabric's BitsandbytesPrecision (LitGPT, --model-impl
+ * litgpt): every nn.Linear converted, the lm_head too, each quantised from an fp16 copy
+ * (weights.c). */
+bool est_bnb_lightning(const struct gm_job *job);
+/* The 16-bit copies of one weight that bitsandbytes' MatMul4Bit holds while it dequantises it
+ * for a matmul: 1, or 2 when the quantisation state's dtype is not the compute dtype (the
+ * dequantised weight, then its cast). */
+unsigned est_bnb_dequant_copies(const struct gm_job *job);
 
 /* ---- fit.c ---- */
 

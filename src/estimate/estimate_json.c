@@ -78,6 +78,7 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
         gm_json_kv_u64(w, "cp", j->parallel.cp);
         gm_json_kv_u64(w, "bucket_elements", j->parallel.bucket_elements);
         gm_json_kv_bool(w, "zero_overlap_comm", j->parallel.zero_overlap_comm);
+        gm_json_kv_u64(w, "zero_reuse_distance", j->parallel.zero_reuse_distance);
         json_version(w, "transformers_version", j->stack.transformers);
         json_version(w, "bitsandbytes_version", j->stack.bitsandbytes);
         gm_json_kv_str(w, "loss_impl", choice_name("loss-impl", (int)mem->loss_impl));

@@ -50,6 +50,7 @@ void gm_job_init(struct gm_job *job)
     job->parallel.cp = 1;
     job->parallel.shard = GM_SHARD_NONE;
     job->parallel.bucket_elements = 500000000;
+    job->parallel.zero_reuse_distance = 1000000000;
     job->engine.kind = GM_ENGINE_NONE;
     job->engine.vllm.gpu_memory_utilization = 0.9;
     job->engine.vllm.block_size = 16;
@@ -712,6 +713,11 @@ static const struct gm_job_setting settings[] = {
         FLAG("zero-overlap-comm",
              "ZeRO-1/2 overlap_comm: two reduce buckets in backward (DeepSpeed's default: off)",
              TRAIN, GM_ENGINE_NONE, parallel.zero_overlap_comm),
+    [EST_SET_ZERO_REUSE_DISTANCE] =
+        NUM("zero-reuse-distance", GM_JOB_COUNT, "N",
+            "ZeRO-3 stage3_max_reuse_distance in elements: parameters used again within N "
+            "stay gathered (default 1e9)",
+            TRAIN, GM_ENGINE_NONE, parallel.zero_reuse_distance, 0, 1e15, 0),
     [EST_SET_DDP_BUCKET_VIEW] =
         FLAG("ddp-bucket-view", "DDP gradient_as_bucket_view=True (no gradient bucket copy)", TRAIN,
              GM_ENGINE_NONE, parallel.ddp_bucket_view),
@@ -929,8 +935,10 @@ static const struct gm_job_setting settings[] = {
              GM_ENGINE_NONE, workload.static_cache),
     [EST_SET_MODEL_IMPL] = CHOICE("model-impl", model_impl_choices, NULL,
                                   "whose model code: hf (transformers, default) or litgpt (one "
-                                  "F.gelu op where HF's gelu_new keeps its intermediates)",
-                                  TRAIN, stack.model_impl),
+                                  "F.gelu op where HF's gelu_new keeps its intermediates; "
+                                  "bitsandbytes through Lightning: every linear, lm_head too, "
+                                  "quantised from fp16)",
+                                  RUN, stack.model_impl),
     [EST_SET_QUANT_KERNEL] =
         CHOICE("quant-kernel", quant_kernel_choices, NULL,
                "inference (HF generate): the GPTQ / AWQ kernel and its scratch: "
@@ -1308,6 +1316,12 @@ bool est_tp_from_gpus(const struct gm_job *j)
 void est_job_resolve(struct gm_job *j)
 {
     struct gm_job_parallel *p = &j->parallel;
+    struct gm_quant *q = &j->numerics.quant;
+    /* Lightning's BitsandbytesPrecision converts the lm_head too (est_bnb_lightning()) */
+    if (j->numerics.weight_format == GM_WEIGHTS_QUANT && est_bnb_lightning(j) &&
+        (q->method == GM_QUANT_BNB_NF4 || q->method == GM_QUANT_BNB_FP4 ||
+         q->method == GM_QUANT_BNB_INT8))
+        q->lm_head = true;
     /* serving engines that shard a model: N GPUs are one copy in tensor parallelism, unless
      * --replicas says how many copies share them */
     if (est_tp_from_gpus(j)) {
@@ -1592,6 +1606,8 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
         if (est_given(j, EST_SET_BUCKET_ELEMENTS))
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--bucket-elements needs --zero");
     }
+    if (p->shard != GM_SHARD_ZERO3 && est_given(j, EST_SET_ZERO_REUSE_DISTANCE))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--zero-reuse-distance needs --zero 3");
     if (p->tp > p->gpus)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--tp %llu exceeds --gpus %llu",
                        (unsigned long long)p->tp, (unsigned long long)p->gpus);

@@ -162,6 +162,7 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         struct gm_quant nf4;
         struct est_format f;
         gm_quant_init(&nf4, GM_QUANT_BNB_NF4);
+        nf4.lm_head = est_bnb_lightning(j); /* Lightning converts every linear */
         nf4.double_quant = lo->double_quant;
         nf4.group_size = lo->block ? lo->block : 64;
         est_format_weights(&cx->pc, &nf4, rest_b, &f);
@@ -285,18 +286,26 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                       "the adapters' tensors of the layer being recomputed", err)))
         return st;
     if (qlora) {
-        uint64_t b = gm_mul_sat(est_largest_linear(m), 2 * 2);
-        if ((st = est_add(e, GM_KIND_GATHERED, "nf4_dequant_buffer", b,
+        /* a layer's largest linear dequantised beside its successor's; Lightning's
+         * quantised lm_head alone, each with its cast from the fp16 state
+         * (est_bnb_dequant_copies()) */
+        uint64_t copies = est_bnb_dequant_copies(j);
+        uint64_t b = gm_mul_sat(est_largest_linear(m), 2 * (1 + copies));
+        uint64_t head = est_bnb_lightning(j) ? gm_mul_sat(cx->pc.lm_head, 2 * copies) : 0;
+        if ((st = est_add(e, GM_KIND_GATHERED, "nf4_dequant_buffer", head > b ? head : b,
                           GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER,
-                          "bf16 dequantised copy of the largest linear (and its "
-                          "successor) during its matmul",
+                          head > b ? "the lm_head dequantised to fp16 and cast to bf16 during "
+                                     "its matmul (Lightning's BitsandbytesPrecision)"
+                                   : "bf16 dequantised copy of the largest linear (and its "
+                                     "successor) during its matmul",
                           err)))
             return st;
         est_assume(e,
                    "QLoRA: NF4 blocks of %llu, %s (bitsandbytes, bf16 compute); "
-                   "embeddings, lm_head, norms, biases in %s",
+                   "embeddings, %snorms, biases in %s",
                    (unsigned long long)(lo->block ? lo->block : 64),
                    lo->double_quant ? "double quantisation" : "fp32 absmax",
+                   est_bnb_lightning(j) ? "" : "lm_head, ",
                    rest_b == 4 ? "fp32 (PEFT prepare_model_for_kbit_training)"
                                : "bf16 (--no-fp32-upcast)");
     }

@@ -396,10 +396,20 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
          * more than one token goes through MatMul4Bit, which dequantises the whole weight
          * to the compute dtype for the matmul (one linear at a time); one token per step
          * takes the gemv_4bit kernel, no copy */
+        /* the largest linear the format quantises (Lightning's: the lm_head), and with
+         * Lightning's fp16 quantisation state its cast to the compute dtype beside it
+         * (est_bnb_dequant_copies()) */
+        uint64_t big = est_largest_linear(m), copies = est_bnb_dequant_copies(j);
+        if (cx->quant->lm_head && cx->pc.lm_head > big)
+            big = cx->pc.lm_head;
         st = est_add(e, GM_KIND_GATHERED, "nf4_dequant_buffer",
-                     gm_mul_sat(est_largest_linear(m), (uint64_t)ea), GM_EST_PHASE_PREFILL, true,
+                     gm_mul_sat(big, (uint64_t)ea * copies), GM_EST_PHASE_PREFILL, true,
                      GM_EXTENT_ONE_LAYER,
-                     "the largest linear dequantised to 16 bit for the prompt's matmul", err);
+                     copies > 1 ? "the largest linear dequantised to fp16 for the prompt's "
+                                  "matmul, and its cast to the compute dtype"
+                                : "the largest linear dequantised to 16 bit for the prompt's "
+                                  "matmul",
+                     err);
         if (st != GM_OK)
             return st;
     }

@@ -220,6 +220,70 @@ static const char *zero_ipg_width(const struct gm_job *j)
     return est_weight_elem_bytes(j->numerics.precision) == 4 ? "fp32" : "16-bit";
 }
 
+/* What ZeRO-3 keeps gathered because it will use it again soon: DeepSpeed's parameter
+ * coordinator, once it has recorded the order in which a step fetches its modules (from the
+ * third step on), releases a module's parameters after its forward or backward only when
+ * they do not come back among the modules fetched within the next stage3_max_reuse_distance
+ * elements (PartitionedParameterCoordinator.__params_to_release: it walks
+ * __submodule_order from the current step and stops once the elements walked reach the
+ * distance; deepspeed/runtime/zero/partitioned_param_coordinator.py, the same from v0.8.0,
+ * bf6b980, to v0.16.4, 38327e0).  A module used again is its own backward (or, under
+ * checkpointing, its recomputation): the forward's last modules stay gathered into the
+ * backward.  With H the elements of the lm_head (the forward's last module, whose backward
+ * comes next: always kept) and c the fetches a layer has in the backward (1, 2 when it is
+ * recomputed), a layer element with s layer elements after it in the forward comes back
+ * after H + s (the rest of the forward) + H + c s (the backward before it): the last
+ * (R - 2H) / (1 + c) layer elements stay gathered from their forward to their backward,
+ * and an untied embedding too when every layer does and (1 + c) L + 2H < R.  This is the
+ * most at once, at the start of the backward; one of those layers, the one computed, is
+ * already counted by gathered_params.  Elements, not bytes: DeepSpeed counts ds_numel. */
+static enum gm_status add_zero3_reused(struct est_ctx *cx, double unit, uint64_t layer_p,
+                                       struct gm_error *err)
+{
+    const struct gm_job *j = cx->job;
+    const struct gm_model *m = cx->m;
+    double R = (double)j->parallel.zero_reuse_distance, t = (double)j->parallel.tp, L, H, E = 0;
+    double c = 1.0, keep, bytes, root_b;
+    char note[GM_EST_NOTE_MAX];
+    enum gm_status st;
+
+    if (!m || !layer_p || R <= 0)
+        return GM_OK;
+    L = (double)layer_p * (double)est_total_layers(m);
+    H = (double)(cx->pc.lm_head ? cx->pc.lm_head : cx->pc.embedding);
+    if (j->memory.checkpointing == GM_CKPT_FULL && est_total_layers(m) > 0)
+        c += floor((double)est_total_layers(m) / (double)j->memory.checkpoint_every) /
+             (double)est_total_layers(m);
+    keep = (R - 2.0 * H) / (1.0 + c);
+    keep = keep < 0 ? 0 : keep > L ? L : keep;
+    if (keep >= L && cx->pc.lm_head && (1.0 + c) * L + 2.0 * H < R)
+        E = (double)cx->pc.embedding;
+    root_b = j->memory.adapter != GM_ADAPTER_NONE
+                 ? (double)est_frozen_rest_bytes(j)
+                 : (double)est_weight_elem_bytes(j->numerics.precision);
+    /* the layers as gathered_params sizes them (the frozen base as stored, the expert
+     * share, / tp), less the one it counts */
+    bytes = keep / (double)layer_p * unit;
+    bytes = bytes - (bytes < unit ? bytes : unit) + (H + E) * root_b / t;
+    if (bytes < 1.0)
+        return GM_OK;
+    if (keep > 0)
+        snprintf(note, sizeof note,
+                 "kept gathered into the backward (stage3_max_reuse_distance %.0f): the lm_head "
+                 "and the last %.1f layers%s",
+                 R, keep / (double)layer_p, E > 0 ? " and the embedding" : "");
+    else
+        snprintf(note, sizeof note,
+                 "kept gathered into the backward (stage3_max_reuse_distance %.0f): the lm_head, "
+                 "which its backward uses next",
+                 R);
+    st = est_add(cx->e, GM_KIND_GATHERED, "zero3_reused_params", est_round(bytes),
+                 GM_EST_PHASE_SAVED, true, GM_EXTENT_ENDS, note, err);
+    if (st == GM_OK)
+        est_set_stream(cx->e, GM_EST_STREAM_UNSHARD);
+    return st;
+}
+
 /* What ZeRO-3 and FSDP gather: one decoder layer at a time (FSDP's unit with transformer
  * auto-wrap), the current one and the one prefetched, as the job stores its weights (16-bit
  * under mixed precision, the frozen base as stored with adapters), with expert parallelism
@@ -364,6 +428,8 @@ static enum gm_status add_gathered(struct est_ctx *cx, double share, struct gm_e
         if (st != GM_OK)
             return st;
     }
+    if (p->shard == GM_SHARD_ZERO3 && (st = add_zero3_reused(cx, unit, layer_p, err)) != GM_OK)
+        return st;
     if (p->shard == GM_SHARD_ZERO3) {
         snprintf(note, sizeof note, "ZeRO-3 reduce bucket, %llu elements in %s",
                  (unsigned long long)p->bucket_elements, zero_ipg_width(j));

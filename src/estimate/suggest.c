@@ -413,6 +413,7 @@ static bool c_fsdp(const struct sugg_ctx *sx, struct change *c)
     put_unset(c, EST_SET_ZERO);
     put_unset(c, EST_SET_ZERO_OVERLAP_COMM);
     put_unset(c, EST_SET_BUCKET_ELEMENTS);
+    put_unset(c, EST_SET_ZERO_REUSE_DISTANCE);
     return true;
 }
 

@@ -119,6 +119,26 @@ void est_format_weights(const struct gm_param_counts *pc, const struct gm_quant 
     out->bytes = bytes;
 }
 
+/* Lightning Fabric's BitsandbytesPrecision, as LitGPT 8641822 uses it (generate/base.py,
+ * finetune/lora.py: BitsandbytesPrecision(mode, dtype), no ignore_modules): the plugin
+ * replaces every torch.nn.Linear (_convert_layers, or the class replacement under
+ * init_module), the lm_head included, and _Linear4bit._quantize_weight quantises
+ * weight.to(device="cuda", dtype=torch.half) (src/lightning/fabric/plugins/precision/
+ * bitsandbytes.py, Lightning-AI/pytorch-lightning 71aed751, the commit LitGPT 8641822 pins).
+ * bitsandbytes' quantize_4bit records the input's dtype in the quantisation state and
+ * dequantize_4bit allocates its output in that dtype; MatMul4Bit then casts it to the
+ * input's dtype, F.dequantize_4bit(B, state).to(A.dtype) (bitsandbytes 0.41.1, 18e827d,
+ * autograd/_functions.py and functional.py): under bf16 both copies live during the cast. */
+bool est_bnb_lightning(const struct gm_job *job)
+{
+    return job->stack.model_impl == GM_MODEL_IMPL_LITGPT;
+}
+
+unsigned est_bnb_dequant_copies(const struct gm_job *job)
+{
+    return est_bnb_lightning(job) && job->numerics.precision != GM_PREC_FP16_MIXED ? 2 : 1;
+}
+
 const struct gm_quant *est_job_quant(const struct gm_job *job)
 {
     const struct gm_model *m = job->model.model;

@@ -418,6 +418,120 @@ static void test_zero_reduce_buffer_moves_peak(void **state)
     gm_estimate_free(z);
 }
 
+/* bitsandbytes through Lightning Fabric's BitsandbytesPrecision (LitGPT 8641822, Lightning
+ * 71aed751 src/lightning/fabric/plugins/precision/bitsandbytes.py): every nn.Linear is
+ * converted, the lm_head too, and quantised from an fp16 copy, so bitsandbytes 0.41.1's
+ * dequantize_4bit returns fp16 and MatMul4Bit casts it to bf16 beside it
+ * (F.dequantize_4bit(B, state).to(A.dtype)).  HF's loading leaves the lm_head in 16 bit and
+ * quantises in the compute dtype. */
+static void test_bnb_lightning(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Llama-2-7b-hf");
+    const uint64_t head = 32000ull * 4096, mlp = 11008ull * 4096;
+    struct gm_estimate *hf = NULL, *lit = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    (void)state;
+    assert_non_null(m);
+    /* serving a prompt of 6 tokens in NF4 (fp32 absmax per 64) */
+    gm_job_init(&j);
+    j.mode = GM_EST_INFER;
+    j.model.model = m;
+    j.workload.batch = 1;
+    j.workload.context = 6;
+    j.workload.new_tokens = 50;
+    assert_int_equal(gm_job_set(&j, "quant", "nf4", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &hf, &e), GM_OK);
+    assert_int_equal(gm_job_set(&j, "model-impl", "litgpt", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &lit, &e), GM_OK);
+    /* the lm_head in NF4 (0.5 B + 4 B per 64) instead of bf16 */
+    assert_int_equal(component(hf, "weights") - component(lit, "weights"),
+                     head * 2 - (head / 2 + head / 64 * 4));
+    /* the prompt's matmul: HF dequantises its largest linear (the MLP's) once; Lightning its
+     * lm_head, in fp16, then casts it */
+    assert_int_equal(component(hf, "nf4_dequant_buffer"), mlp * 2);
+    assert_int_equal(component(lit, "nf4_dequant_buffer"), head * 2 * 2);
+    /* QLoRA training: the lm_head dequantised and cast (2 x 2 B) outweighs a layer's largest
+     * linear beside its successor (3 x 2 B with the cast) */
+    gm_estimate_free(hf);
+    gm_estimate_free(lit);
+    hf = lit = NULL;
+    train_job(&j, m);
+    j.memory.adapter = GM_ADAPTER_QLORA;
+    j.memory.lora.fp32_upcast = false;
+    j.numerics.precision = GM_PREC_BF16;
+    assert_int_equal(gm_estimate_run(&j, &hf, &e), GM_OK);
+    assert_int_equal(component(hf, "nf4_dequant_buffer"), mlp * 2 * 2);
+    assert_int_equal(gm_job_set(&j, "model-impl", "litgpt", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &lit, &e), GM_OK);
+    assert_int_equal(component(lit, "nf4_dequant_buffer"), head * 2 * 2);
+    assert_true(lit->lora.base_weight_bytes < hf->lora.base_weight_bytes);
+    gm_estimate_free(hf);
+    gm_estimate_free(lit);
+}
+
+/* ZeRO-3's reuse distance (DeepSpeed PartitionedParameterCoordinator.__params_to_release,
+ * deepspeed/runtime/zero/partitioned_param_coordinator.py, v0.8.0 to v0.16.4): a module's
+ * parameters stay gathered when the modules fetched before their next use hold fewer than
+ * stage3_max_reuse_distance elements.  The lm_head's next use is its own backward, right
+ * after the loss: kept whatever the distance; a layer element with s layer elements after
+ * it comes back after 2H + 2s elements (3s when every layer is recomputed); with a distance
+ * beyond the whole model everything stays gathered, the untied embedding too. */
+static void test_zero3_reuse_distance(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("llama-2-7b");
+    const uint64_t H = 32000ull * 4096; /* the untied lm_head */
+    struct gm_estimate *z = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    uint64_t unit, kept_plain, kept_ckpt;
+    (void)state;
+    assert_non_null(m);
+    train_job(&j, m);
+    j.numerics.precision = GM_PREC_BF16;
+    j.parallel.gpus = 2;
+    j.parallel.shard = GM_SHARD_ZERO3;
+    /* a distance of 1000 elements: only the lm_head (bf16) stays, between its forward and
+     * its backward (the loss and the start of backward) */
+    j.parallel.zero_reuse_distance = 1000;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero3_reused_params"), H * 2);
+    assert_int_equal(component_phases(z, "zero3_reused_params"), GM_EST_PHASE_SAVED);
+    /* 0: every module released after use (DeepSpeed before a trace is complete) */
+    j.parallel.zero_reuse_distance = 0;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero3_reused_params"), UINT64_MAX);
+    /* beyond the model: all of it gathered at the start of backward, one layer of it counted
+     * as the layer computed (gathered_params) */
+    j.parallel.zero_reuse_distance = 1000000000000000ull;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    unit = component(z, "gathered_params");
+    assert_true(unit > 0 && unit != UINT64_MAX);
+    {
+        uint64_t all = component(z, "zero3_reused_params") + unit;
+        /* the whole model in bf16, within the rounding of one layer's average */
+        assert_true(all <= z->n_params * 2 && z->n_params * 2 - all < 64);
+    }
+    /* DeepSpeed's default 1e9: the last (1e9 - 2H) / 2 layer elements without
+     * checkpointing, (1e9 - 2H) / 3 when every layer is recomputed */
+    j.parallel.zero_reuse_distance = 1000000000;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    kept_plain = component(z, "zero3_reused_params") + unit - H * 2;
+    j.memory.checkpointing = GM_CKPT_FULL;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    kept_ckpt = component(z, "zero3_reused_params") + unit - H * 2;
+    assert_true(kept_plain / 2 >= (1000000000 - 2 * H) / 2 - 2 &&
+                kept_plain / 2 <= (1000000000 - 2 * H) / 2 + 2);
+    assert_true(kept_ckpt / 2 >= (1000000000 - 2 * H) / 3 - 2 &&
+                kept_ckpt / 2 <= (1000000000 - 2 * H) / 3 + 2);
+    /* FSDP has no such rule */
+    j.parallel.shard = GM_SHARD_FSDP;
+    j.parallel.fsdp_version = 2;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero3_reused_params"), UINT64_MAX);
+    gm_estimate_free(z);
+}
+
 /* Pipeline: the first stage keeps p micro-batches of L/p layers (= L layers' worth), the
  * last stage L/p layers of one micro-batch plus the logits. */
 static void test_pipeline(void **state)
@@ -763,6 +877,8 @@ int main(void)
         cmocka_unit_test(test_sharding),
         cmocka_unit_test(test_zero_reduce_buffers),
         cmocka_unit_test(test_zero_reduce_buffer_moves_peak),
+        cmocka_unit_test(test_zero3_reuse_distance),
+        cmocka_unit_test(test_bnb_lightning),
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_pipeline_interleaved),
         cmocka_unit_test(test_async_tp_workspace),
