@@ -1594,7 +1594,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
      * stops also at the first event, at each segment event and at the first event of a later
      * bucket, and in between an allocation or a free that changes the total is offered to
      * its bucket's minimum and maximum as the pass over every event would offer it. */
-    const bool skip_quiet = n && !lt && !dev->n_user_ranges && !read_trace && !(series && all);
+    const bool skip_quiet =
+        n && (!lt || series) && !dev->n_user_ranges && !read_trace && !(series && all);
     int64_t mark = -1; /* the next peak or iteration bound after the event (next_mark()) */
     size_t mark_it = 0;
     for (size_t p = 0; p < n_pts; p++) {
@@ -1754,9 +1755,45 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                         t_stop = ax.t0_us + (int64_t)x_next;
                     }
                 }
-                /* the events' times up to 'to' or the bucket's end */
                 int64_t t = known[p & 1].time_us, j = k + 1;
-                if (dt)
+                if (lt) {
+                    /* the totals take every event: each in turn up to 'to' or the bucket's
+                     * end, its time added up */
+                    struct gm_snapshot_event ej = known[0];
+                    for (; j < to; j++) {
+                        uint32_t d = dt ? dt[j] : 0;
+                        int64_t tj = t + (int64_t)(d == DT_WIDE ? dt_wide[wi] : d);
+                        if (!((ax.time ? gm_lod_axis_x_of_time(&ax, tj) : (double)j) < x_next))
+                            break;
+                        wi += d == DT_WIDE;
+                        t = tj;
+                        ej.time_us = t;
+                        if (j == next_free) {
+                            take_free(w, &fi, &next_free, cur, &total, &unexplained, &lifetime);
+                        } else if (j == next_alloc) {
+                            take_alloc(dev, &ai, &next_alloc, cur, &total, &unexplained,
+                                       &lifetime);
+                            if (iv)
+                                iteration_peak(iv, j, w->phase[j], total, cur);
+                        }
+                        if (total != prev_total) {
+                            prev_total = total;
+                            unsigned fj = gm_lod_add_here(&lod, j, total);
+                            if (fj & GM_LOD_MIN)
+                                set_point(&slots[3 * (size_t)cur_b], j, &ej, w->phase[j], total,
+                                          reserved, cur);
+                            if (fj & GM_LOD_MAX)
+                                set_point(&slots[3 * (size_t)cur_b + 1], j, &ej, w->phase[j],
+                                          total, reserved, cur);
+                        }
+                        gm_lod_totals_add(lt, j, &ej, total + walk_base, reserved);
+                    }
+                    to = j;
+                }
+                /* the events' times up to 'to' or the bucket's end */
+                if (lt)
+                    ;
+                else if (dt)
                     j = times_forward(&w->tm, k, to, by_time, t_stop, &t, &wi);
                 else if (to > j)
                     j = to;

@@ -1649,13 +1649,22 @@ static void test_series_of_random_traces_holds_each_events_state(void **state)
     }
 }
 
-/* The series pass without the report's totals stops only where a point may be made: between
- * two stops it takes the allocations and frees in trace order and finds the times it needs
- * from the blocks of 256 events the first pass keeps; with the totals it reads every event.
- * Both give the same points, iterations and split at the peak, on random traces of 300 to
- * 4,000 events (segment events rare, so the pass runs far between its stops) whose times are
- * small steps, small steps among steps of 65,535 us or more, or none (an axis of event
- * indexes), with any number of buckets. */
+/* 'p' and 'q' the same series point. */
+static bool same_point(const struct gm_analysis_point *p, const struct gm_analysis_point *q)
+{
+    return p->event == q->event && p->has_time == q->has_time && p->time_us == q->time_us &&
+           p->phase == q->phase && p->total == q->total && p->reserved == q->reserved &&
+           memcmp(p->bytes, q->bytes, sizeof(p->bytes)) == 0;
+}
+
+/* The series pass stops only where a point may be made: between two stops it takes the
+ * allocations and frees in trace order and finds the times it needs from the blocks of 256
+ * events the first pass keeps, or with the report's totals takes each event in turn; with a
+ * user phase it handles every event in its main loop.  All three give the same points,
+ * iterations and split at the peak, on random traces of 300 to 4,000 events (segment events
+ * rare, so the pass runs far between its stops) whose times are small steps, small steps
+ * among steps of 65,535 us or more, or none (an axis of event indexes), with any number of
+ * buckets. */
 static void test_series_between_stops_equals_the_series_of_every_event(void **state)
 {
     static struct gm_snapshot_event evs[4000];
@@ -1692,34 +1701,46 @@ static void test_series_between_stops_equals_the_series_of_every_event(void **st
         make_snapshot(&s, &d, &none);
         d.events = evs;
         d.n_events = s.n_events = n;
-        struct gm_analysis *a = NULL, *b = NULL;
+        /* the reference: a user phase over the first half makes the pass handle every event */
+        struct gm_snapshot_annotation marks[2] = {
+            {.name = "gpumem.phase:probe", .stage = "START", .device = 0, .is_start = true},
+            {.name = "gpumem.phase:probe", .stage = "END", .device = 0, .time_us = time}};
+        struct gm_snapshot sr = s;
+        marks[0].time_us = evs[0].time_us;
+        marks[1].time_us = evs[n / 2].time_us;
+        sr.annotations = marks;
+        sr.n_annotations = 2;
+        struct gm_analysis *an[3] = {NULL, NULL, NULL};
         struct gm_error err;
         uint32_t max_points = (uint32_t)(4 + rng_next(&x) % 400);
         struct gm_analysis_opts oa = {.max_points = max_points};
         struct gm_analysis_opts ob = {.max_points = max_points, .totals = true};
-        assert_int_equal(gm_analysis_run(&s, &oa, &a, &err), GM_OK);
-        assert_int_equal(gm_analysis_run(&s, &ob, &b, &err), GM_OK);
-        const struct gm_analysis_device *da = &a->devices[0], *db = &b->devices[0];
-        assert_non_null(gm_analysis_totals(db)); /* the pass over every event ran */
-        assert_null(gm_analysis_totals(da));
-        assert_int_equal(da->n_points, db->n_points);
-        for (size_t i = 0; i < da->n_points; i++) {
-            const struct gm_analysis_point *p = &da->points[i], *q = &db->points[i];
-            if (p->event != q->event || p->has_time != q->has_time || p->time_us != q->time_us ||
-                p->phase != q->phase || p->total != q->total || p->reserved != q->reserved ||
-                memcmp(p->bytes, q->bytes, sizeof(p->bytes)) != 0)
-                fail_msg("round %d (road %d, %zu events, %u points): point %zu differs (event "
-                         "%lld / %lld)",
-                         round, road, n, max_points, i, (long long)p->event, (long long)q->event);
+        assert_int_equal(gm_analysis_run(&sr, &oa, &an[0], &err), GM_OK);
+        assert_int_equal(gm_analysis_run(&s, &oa, &an[1], &err), GM_OK);
+        assert_int_equal(gm_analysis_run(&s, &ob, &an[2], &err), GM_OK);
+        const struct gm_analysis_device *dr = &an[0]->devices[0];
+        assert_int_equal(dr->n_user_ranges, 1);
+        assert_non_null(gm_analysis_totals(&an[2]->devices[0]));
+        for (int v = 1; v < 3; v++) {
+            const struct gm_analysis_device *da = &an[v]->devices[0];
+            assert_int_equal(da->n_user_ranges, 0);
+            assert_int_equal(da->n_points, dr->n_points);
+            for (size_t i = 0; i < da->n_points; i++)
+                if (!same_point(&da->points[i], &dr->points[i]))
+                    fail_msg("round %d (road %d, %zu events, %u points, %s): point %zu differs "
+                             "(event %lld, not %lld)",
+                             round, road, n, max_points, v == 1 ? "alone" : "with the totals", i,
+                             (long long)da->points[i].event, (long long)dr->points[i].event);
+            assert_int_equal(da->n_iterations, dr->n_iterations);
+            for (size_t i = 0; i < da->n_iterations; i++)
+                assert_memory_equal(&da->iterations[i], &dr->iterations[i],
+                                    sizeof(da->iterations[i]));
+            assert_memory_equal(da->at_peak, dr->at_peak, sizeof(da->at_peak));
+            assert_memory_equal(da->at_end, dr->at_end, sizeof(da->at_end));
         }
-        assert_int_equal(da->n_iterations, db->n_iterations);
-        for (size_t i = 0; i < da->n_iterations; i++)
-            assert_memory_equal(&da->iterations[i], &db->iterations[i], sizeof(da->iterations[i]));
-        assert_memory_equal(da->at_peak, db->at_peak, sizeof(da->at_peak));
-        assert_memory_equal(da->at_end, db->at_end, sizeof(da->at_end));
-        n_points += da->n_points;
-        gm_analysis_free(a);
-        gm_analysis_free(b);
+        n_points += dr->n_points;
+        for (int v = 0; v < 3; v++)
+            gm_analysis_free(an[v]);
     }
     assert_true(n_points > 5000);
 }
