@@ -266,6 +266,57 @@ static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot
  * are mostly far shorter than 65 ms, so two bytes an event hold them. */
 #define DT_WIDE UINT16_MAX
 
+/* The microseconds from event k - 1 to event k as scan_trace kept them (w->tm.dt), the wide
+ * ones the next of dt_wide[] (*wi, moved on). */
+static inline uint32_t step_us(const uint16_t *dt, const uint32_t *dt_wide, int64_t k, size_t *wi)
+{
+    uint32_t d = dt[k];
+    return d == DT_WIDE ? dt_wide[(*wi)++] : d;
+}
+
+/* The time of event j (0 <= j < the events) from the times' blocks: its block's first
+ * event's, then the steps after it. */
+static int64_t time_at(const struct ana_times *tm, int64_t j)
+{
+    const struct ana_time_block *b = &tm->blocks[(size_t)j >> TB_SHIFT];
+    int64_t t = b->time_us;
+    size_t wi = b->n_wide;
+    for (int64_t i = (int64_t)(((size_t)j >> TB_SHIFT) << TB_SHIFT) + 1; i <= j; i++)
+        t += (int64_t)step_us(tm->dt, tm->dt_wide, i, &wi);
+    return t;
+}
+
+/* From event k (its time *t, *wi the wide steps up to it), forward to the event before
+ * 'to', or with 'by_time' before the first event after k whose time reaches t_stop (times
+ * never go back where they are kept): returns that event's index plus one, *t and *wi
+ * those of the event before it.  Whole blocks are passed over by their first events. */
+static int64_t times_forward(const struct ana_times *tm, int64_t k, int64_t to, bool by_time,
+                             int64_t t_stop, int64_t *t, size_t *wi)
+{
+    const uint16_t *dt = tm->dt;
+    const uint32_t *dt_wide = tm->dt_wide;
+    int64_t j = k + 1, tt = *t;
+    size_t w = *wi;
+    /* the last block start in (k, to) whose time is below t_stop */
+    for (size_t b = ((size_t)j + ((size_t)1 << TB_SHIFT) - 1) >> TB_SHIFT;
+         (int64_t)(b << TB_SHIFT) < to && (!by_time || tm->blocks[b].time_us < t_stop); b++) {
+        tt = tm->blocks[b].time_us;
+        w = tm->blocks[b].n_wide;
+        j = (int64_t)(b << TB_SHIFT) + 1;
+    }
+    for (; j < to; j++) {
+        uint32_t d = dt[j];
+        int64_t tj = tt + (int64_t)(d == DT_WIDE ? dt_wide[w] : d);
+        if (by_time && tj >= t_stop)
+            break;
+        w += d == DT_WIDE;
+        tt = tj;
+    }
+    *t = tt;
+    *wi = w;
+    return j;
+}
+
 /* Free the times (none kept after); the bytes they held. */
 static uint64_t times_release(struct ana_times *t)
 {
@@ -696,47 +747,43 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
         }
         return;
     }
-    /* with them: the same, for an event whose stack and place in or out of a range are the
-     * event before's (in_step_range(), applied to every event in order, here with its state
-     * in locals) */
+    /* with them (every event has a time here, scan_taken(), and times never go back where
+     * they are kept): in_step_range() at an event, then the events after it for which it
+     * answers the same without a change of its state (before the current range's start, or
+     * up to its end), found by the times' blocks; each of those takes its stack's raw phase
+     * as above, with that answer */
     const int64_t *open = r.steps.open, *close = r.steps.close;
-    size_t ri = r.steps.i, rn = r.steps.n;
-    bool started = r.steps.started, last_in = false;
-    uint32_t last = 0;
-    uint8_t last_raw = 0;
-    (void)t;
-    for (size_t k = 0, n = s->n; k < n; k++) {
-        uint32_t x = stk[k];
-        bool in;
-        /* every event has a time here (scan_taken()) */
-        time += s->tm.dt[k] == DT_WIDE ? s->tm.dt_wide[wi++] : s->tm.dt[k];
-        for (;;) {
-            if (ri >= rn) {
-                in = false;
-                break;
-            }
-            if (!started) {
-                if ((int64_t)time < open[ri]) {
-                    in = false;
-                    break;
-                }
-                started = true;
-            }
-            if ((int64_t)time > close[ri]) {
-                ri++;
-                started = false;
-                continue;
-            }
-            in = true;
-            break;
-        }
-        if (k == 0 || x != last || in != last_in) {
-            last = x;
-            last_in = in;
-            last_raw = raw_rule_finish(raw_rule_stack(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE)),
-                                       in, x & ~STK_NO_PHASE);
-        }
+    size_t n = s->n, k = 0;
+    t.time_us = (int64_t)time; /* event 0's (its step is 0) */
+    while (k < n) {
+        bool in = in_step_range(&r.steps, &t);
+        bool to_end = r.steps.i >= r.steps.n || (r.steps.started && close[r.steps.i] == INT64_MAX);
+        int64_t stop = to_end             ? 0
+                       : r.steps.started ? close[r.steps.i] + 1 /* the first time past the end */
+                                         : open[r.steps.i];
+        int64_t tj = t.time_us;
+        size_t j = n;
+        if (!to_end)
+            j = (size_t)times_forward(&s->tm, (int64_t)k, (int64_t)n, true, stop, &tj, &wi);
+        uint32_t last = stk[k];
+        uint8_t last_raw = raw_rule_finish(
+            raw_rule_stack(&r, last & ~STK_NO_PHASE, !(last & STK_NO_PHASE)), in,
+            last & ~STK_NO_PHASE);
         phase[k] = last_raw;
+        for (size_t i = k + 1; i < j; i++) {
+            uint32_t x = stk[i];
+            if (x != last) {
+                last = x;
+                last_raw = raw_rule_finish(
+                    raw_rule_stack(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE)), in,
+                    x & ~STK_NO_PHASE);
+            }
+            phase[i] = last_raw;
+        }
+        /* event j's time: the step after the event before it */
+        if (j < n)
+            t.time_us = tj + (int64_t)step_us(s->tm.dt, s->tm.dt_wide, (int64_t)j, &wi);
+        k = j;
     }
 }
 
@@ -1399,57 +1446,6 @@ static GM_INLINE_ALWAYS void take_free(const struct work *w, size_t *fi, int64_t
 {
     count_alloc(&w->dev->allocs[w->free_of[(*fi)++]], true, cur, total, unexplained, lifetime);
     *next_free = free_event_of(w, *fi);
-}
-
-/* The microseconds from event k - 1 to event k as scan_trace kept them (w->tm.dt), the wide
- * ones the next of dt_wide[] (*wi, moved on). */
-static inline uint32_t step_us(const uint16_t *dt, const uint32_t *dt_wide, int64_t k, size_t *wi)
-{
-    uint32_t d = dt[k];
-    return d == DT_WIDE ? dt_wide[(*wi)++] : d;
-}
-
-/* The time of event j (0 <= j < the events) from the times' blocks: its block's first
- * event's, then the steps after it. */
-static int64_t time_at(const struct ana_times *tm, int64_t j)
-{
-    const struct ana_time_block *b = &tm->blocks[(size_t)j >> TB_SHIFT];
-    int64_t t = b->time_us;
-    size_t wi = b->n_wide;
-    for (int64_t i = (int64_t)(((size_t)j >> TB_SHIFT) << TB_SHIFT) + 1; i <= j; i++)
-        t += (int64_t)step_us(tm->dt, tm->dt_wide, i, &wi);
-    return t;
-}
-
-/* From event k (its time *t, *wi the wide steps up to it), forward to the event before
- * 'to', or with 'by_time' before the first event after k whose time reaches t_stop (times
- * never go back where they are kept): returns that event's index plus one, *t and *wi
- * those of the event before it.  Whole blocks are passed over by their first events. */
-static int64_t times_forward(const struct ana_times *tm, int64_t k, int64_t to, bool by_time,
-                             int64_t t_stop, int64_t *t, size_t *wi)
-{
-    const uint16_t *dt = tm->dt;
-    const uint32_t *dt_wide = tm->dt_wide;
-    int64_t j = k + 1, tt = *t;
-    size_t w = *wi;
-    /* the last block start in (k, to) whose time is below t_stop */
-    for (size_t b = ((size_t)j + ((size_t)1 << TB_SHIFT) - 1) >> TB_SHIFT;
-         (int64_t)(b << TB_SHIFT) < to && (!by_time || tm->blocks[b].time_us < t_stop); b++) {
-        tt = tm->blocks[b].time_us;
-        w = tm->blocks[b].n_wide;
-        j = (int64_t)(b << TB_SHIFT) + 1;
-    }
-    for (; j < to; j++) {
-        uint32_t d = dt[j];
-        int64_t tj = tt + (int64_t)(d == DT_WIDE ? dt_wide[w] : d);
-        if (by_time && tj >= t_stop)
-            break;
-        w += d == DT_WIDE;
-        tt = tj;
-    }
-    *t = tt;
-    *wi = w;
-    return j;
 }
 
 /* Iteration iv's peak after event k of phase 'ph', when k's bytes are its first maximum. */
