@@ -758,7 +758,7 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
     while (k < n) {
         bool in = in_step_range(&r.steps, &t);
         bool to_end = r.steps.i >= r.steps.n || (r.steps.started && close[r.steps.i] == INT64_MAX);
-        int64_t stop = to_end             ? 0
+        int64_t stop = to_end            ? 0
                        : r.steps.started ? close[r.steps.i] + 1 /* the first time past the end */
                                          : open[r.steps.i];
         int64_t tj = t.time_us;
@@ -766,17 +766,17 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
         if (!to_end)
             j = (size_t)times_forward(&s->tm, (int64_t)k, (int64_t)n, true, stop, &tj, &wi);
         uint32_t last = stk[k];
-        uint8_t last_raw = raw_rule_finish(
-            raw_rule_stack(&r, last & ~STK_NO_PHASE, !(last & STK_NO_PHASE)), in,
-            last & ~STK_NO_PHASE);
+        uint8_t last_raw =
+            raw_rule_finish(raw_rule_stack(&r, last & ~STK_NO_PHASE, !(last & STK_NO_PHASE)), in,
+                            last & ~STK_NO_PHASE);
         phase[k] = last_raw;
         for (size_t i = k + 1; i < j; i++) {
             uint32_t x = stk[i];
             if (x != last) {
                 last = x;
-                last_raw = raw_rule_finish(
-                    raw_rule_stack(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE)), in,
-                    x & ~STK_NO_PHASE);
+                last_raw =
+                    raw_rule_finish(raw_rule_stack(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE)), in,
+                                    x & ~STK_NO_PHASE);
             }
             phase[i] = last_raw;
         }
@@ -1767,8 +1767,7 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                         if (j == next_free) {
                             take_free(w, &fi, &next_free, cur, &total, &unexplained, &lifetime);
                         } else if (j == next_alloc) {
-                            take_alloc(dev, &ai, &next_alloc, cur, &total, &unexplained,
-                                       &lifetime);
+                            take_alloc(dev, &ai, &next_alloc, cur, &total, &unexplained, &lifetime);
                             if (iv)
                                 iteration_peak(iv, j, w->phase[j], total, cur);
                         }
@@ -1779,8 +1778,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                                 set_point(&slots[3 * (size_t)cur_b], j, &ej, w->phase[j], total,
                                           reserved, cur);
                             if (fj & GM_LOD_MAX)
-                                set_point(&slots[3 * (size_t)cur_b + 1], j, &ej, w->phase[j],
-                                          total, reserved, cur);
+                                set_point(&slots[3 * (size_t)cur_b + 1], j, &ej, w->phase[j], total,
+                                          reserved, cur);
                         }
                         gm_lod_totals_add(lt, j, &ej, total + walk_base, reserved);
                     }
@@ -1817,8 +1816,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                         continue;
                     struct gm_snapshot_event ek = known[0];
                     if (fk & GM_LOD_MIN)
-                        set_point(&slots[3 * (size_t)cur_b], ka, &ek, w->phase[ka], total,
-                                  reserved, cur);
+                        set_point(&slots[3 * (size_t)cur_b], ka, &ek, w->phase[ka], total, reserved,
+                                  cur);
                     if (fk & GM_LOD_MAX)
                         set_point(&slots[3 * (size_t)cur_b + 1], ka, &ek, w->phase[ka], total,
                                   reserved, cur);
