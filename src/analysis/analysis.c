@@ -38,6 +38,7 @@
 #include "gpumem/arena.h"
 #include "gpumem/lod.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,11 +105,20 @@ static void ix_release(struct ana_index *x)
 
 /* The times of a trace's events as steps: per event its time_us less the one before's (the
  * first: 0), two bytes an event; DT_WIDE (below): the step is the next of dt_wide[]. */
+struct ana_time_block {
+    int64_t time_us; /* of the block's first event */
+    size_t n_wide;   /* steps in dt_wide[] up to it, its own included */
+};
+#define TB_SHIFT 8 /* events a block of ana_times.blocks covers: 2^TB_SHIFT */
 struct ana_times {
     uint16_t *dt;
     size_t cap_dt;
     uint32_t *dt_wide; /* the steps of DT_WIDE or more, in event order */
     size_t n_dt_wide, cap_dt_wide;
+    /* per block of 2^TB_SHIFT events, where its first event stands: a pass that passes over
+     * events finds a time without adding up every step */
+    struct ana_time_block *blocks;
+    size_t cap_blocks;
 };
 
 struct work {
@@ -256,13 +266,66 @@ static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot
  * are mostly far shorter than 65 ms, so two bytes an event hold them. */
 #define DT_WIDE UINT16_MAX
 
+/* The microseconds from event k - 1 to event k as scan_trace kept them (w->tm.dt), the wide
+ * ones the next of dt_wide[] (*wi, moved on). */
+static inline uint32_t step_us(const uint16_t *dt, const uint32_t *dt_wide, int64_t k, size_t *wi)
+{
+    uint32_t d = dt[k];
+    return d == DT_WIDE ? dt_wide[(*wi)++] : d;
+}
+
+/* The time of event j (0 <= j < the events) from the times' blocks: its block's first
+ * event's, then the steps after it. */
+static int64_t time_at(const struct ana_times *tm, int64_t j)
+{
+    const struct ana_time_block *b = &tm->blocks[(size_t)j >> TB_SHIFT];
+    int64_t t = b->time_us;
+    size_t wi = b->n_wide;
+    for (int64_t i = (int64_t)(((size_t)j >> TB_SHIFT) << TB_SHIFT) + 1; i <= j; i++)
+        t += (int64_t)step_us(tm->dt, tm->dt_wide, i, &wi);
+    return t;
+}
+
+/* From event k (its time *t, *wi the wide steps up to it), forward to the event before
+ * 'to', or with 'by_time' before the first event after k whose time reaches t_stop (times
+ * never go back where they are kept): returns that event's index plus one, *t and *wi
+ * those of the event before it.  Whole blocks are passed over by their first events. */
+static int64_t times_forward(const struct ana_times *tm, int64_t k, int64_t to, bool by_time,
+                             int64_t t_stop, int64_t *t, size_t *wi)
+{
+    const uint16_t *dt = tm->dt;
+    const uint32_t *dt_wide = tm->dt_wide;
+    int64_t j = k + 1, tt = *t;
+    size_t w = *wi;
+    /* the last block start in (k, to) whose time is below t_stop */
+    for (size_t b = ((size_t)j + ((size_t)1 << TB_SHIFT) - 1) >> TB_SHIFT;
+         (int64_t)(b << TB_SHIFT) < to && (!by_time || tm->blocks[b].time_us < t_stop); b++) {
+        tt = tm->blocks[b].time_us;
+        w = tm->blocks[b].n_wide;
+        j = (int64_t)(b << TB_SHIFT) + 1;
+    }
+    for (; j < to; j++) {
+        uint32_t d = dt[j];
+        int64_t tj = tt + (int64_t)(d == DT_WIDE ? dt_wide[w] : d);
+        if (by_time && tj >= t_stop)
+            break;
+        w += d == DT_WIDE;
+        tt = tj;
+    }
+    *t = tt;
+    *wi = w;
+    return j;
+}
+
 /* Free the times (none kept after); the bytes they held. */
 static uint64_t times_release(struct ana_times *t)
 {
     uint64_t bytes = gm_budget_bytes(t->cap_dt, sizeof(uint16_t)) +
-                     gm_budget_bytes(t->cap_dt_wide, sizeof(uint32_t));
+                     gm_budget_bytes(t->cap_dt_wide, sizeof(uint32_t)) +
+                     gm_budget_bytes(t->cap_blocks, sizeof(*t->blocks));
     gm_big_free(t->dt, t->cap_dt * sizeof(uint16_t));
     gm_big_free(t->dt_wide, t->cap_dt_wide * sizeof(uint32_t));
+    gm_big_free(t->blocks, t->cap_blocks * sizeof(*t->blocks));
     memset(t, 0, sizeof(*t));
     return bytes;
 }
@@ -372,8 +435,7 @@ struct raw_rule {
     struct step_ranges steps;
 };
 
-static GM_INLINE_ALWAYS uint8_t raw_rule_phase(struct raw_rule *r, uint32_t stack, bool has_phase,
-                                               const struct gm_snapshot_event *timed)
+static GM_INLINE_ALWAYS uint8_t raw_rule_stack(struct raw_rule *r, uint32_t stack, bool has_phase)
 {
     uint8_t raw = RAW_UNKNOWN;
     if (has_phase) {
@@ -382,11 +444,25 @@ static GM_INLINE_ALWAYS uint8_t raw_rule_phase(struct raw_rule *r, uint32_t stac
         else if ((raw = r->raw_of[stack]) == RAW_UNSET)
             raw = r->raw_of[stack] = (uint8_t)ana_phase_of_flags(ana_stack_flags(r->cls, stack));
     }
-    if (in_step_range(&r->steps, timed) && raw == RAW_UNKNOWN)
+    return raw;
+}
+
+/* The raw phase of an event from its stack's ('raw', raw_rule_stack()) and whether it lies in
+ * a step range. */
+static inline uint8_t raw_rule_finish(uint8_t raw, bool in_step, uint32_t stack)
+{
+    if (in_step && raw == RAW_UNKNOWN)
         raw = RAW_STEP;
     if (raw == RAW_UNKNOWN && !stack)
         raw |= RAW_NO_FRAMES; /* what the smoothing asks of an unknown event's stack */
     return raw;
+}
+
+static GM_INLINE_ALWAYS uint8_t raw_rule_phase(struct raw_rule *r, uint32_t stack, bool has_phase,
+                                               const struct gm_snapshot_event *timed)
+{
+    uint8_t raw = raw_rule_stack(r, stack, has_phase);
+    return raw_rule_finish(raw, in_step_range(&r->steps, timed), stack);
 }
 
 /* A new allocation of event 'e' at the end of arr[0..*n) (the stream from 'snap', its extra
@@ -435,6 +511,15 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
             s->tm.dt[k] = (uint16_t)d;
         else
             scan_wide_step(s, k, d);
+        if (s->tm.dt && !(k & ((1u << TB_SHIFT) - 1))) {
+            size_t b = k >> TB_SHIFT;
+            if (b >= s->tm.cap_blocks &&
+                !scan_grow_kept(s, (void **)&s->tm.blocks, &s->tm.cap_blocks, b + 1,
+                                sizeof(*s->tm.blocks)))
+                scan_drop_times(s);
+            else
+                s->tm.blocks[b] = (struct ana_time_block){e->time_us, s->tm.n_dt_wide};
+        }
     }
     bool has_phase = e->action != GM_ACTION_SNAPSHOT && e->action != GM_ACTION_OTHER;
     if (rule) {
@@ -662,12 +747,43 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
         }
         return;
     }
-    for (size_t k = 0, n = s->n; k < n; k++) {
-        uint32_t x = stk[k];
-        /* every event has a time here (scan_taken()) */
-        time += s->tm.dt[k] == DT_WIDE ? s->tm.dt_wide[wi++] : s->tm.dt[k];
-        t.time_us = (int64_t)time;
-        phase[k] = raw_rule_phase(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE), &t);
+    /* with them (every event has a time here, scan_taken(), and times never go back where
+     * they are kept): in_step_range() at an event, then the events after it for which it
+     * answers the same without a change of its state (before the current range's start, or
+     * up to its end), found by the times' blocks; each of those takes its stack's raw phase
+     * as above, with that answer */
+    const int64_t *open = r.steps.open, *close = r.steps.close;
+    size_t n = s->n, k = 0;
+    t.time_us = (int64_t)time; /* event 0's (its step is 0) */
+    while (k < n) {
+        bool in = in_step_range(&r.steps, &t);
+        bool to_end = r.steps.i >= r.steps.n || (r.steps.started && close[r.steps.i] == INT64_MAX);
+        int64_t stop = to_end            ? 0
+                       : r.steps.started ? close[r.steps.i] + 1 /* the first time past the end */
+                                         : open[r.steps.i];
+        int64_t tj = t.time_us;
+        size_t j = n;
+        if (!to_end)
+            j = (size_t)times_forward(&s->tm, (int64_t)k, (int64_t)n, true, stop, &tj, &wi);
+        uint32_t last = stk[k];
+        uint8_t last_raw =
+            raw_rule_finish(raw_rule_stack(&r, last & ~STK_NO_PHASE, !(last & STK_NO_PHASE)), in,
+                            last & ~STK_NO_PHASE);
+        phase[k] = last_raw;
+        for (size_t i = k + 1; i < j; i++) {
+            uint32_t x = stk[i];
+            if (x != last) {
+                last = x;
+                last_raw =
+                    raw_rule_finish(raw_rule_stack(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE)), in,
+                                    x & ~STK_NO_PHASE);
+            }
+            phase[i] = last_raw;
+        }
+        /* event j's time: the step after the event before it */
+        if (j < n)
+            t.time_us = tj + (int64_t)step_us(s->tm.dt, s->tm.dt_wide, (int64_t)j, &wi);
+        k = j;
     }
 }
 
@@ -1332,14 +1448,6 @@ static GM_INLINE_ALWAYS void take_free(const struct work *w, size_t *fi, int64_t
     *next_free = free_event_of(w, *fi);
 }
 
-/* The microseconds from event k - 1 to event k as scan_trace kept them (w->tm.dt), the wide
- * ones the next of dt_wide[] (*wi, moved on). */
-static inline uint32_t step_us(const uint16_t *dt, const uint32_t *dt_wide, int64_t k, size_t *wi)
-{
-    uint32_t d = dt[k];
-    return d == DT_WIDE ? dt_wide[(*wi)++] : d;
-}
-
 /* Iteration iv's peak after event k of phase 'ph', when k's bytes are its first maximum. */
 static inline void iteration_peak(struct gm_analysis_iteration *iv, int64_t k, uint8_t ph,
                                   uint64_t total, const uint64_t *cur)
@@ -1472,13 +1580,18 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     ana_user_cursor_init(&uc, dev);
     if (read_trace)
         gm_snapshot_cursor_init(&c, sd, 0);
-    /* Without the series, the totals and the user phases, the pass stops only at the peak
-     * and at an iteration's first and last events and the one before its first: between
-     * two, the bytes change only at allocations and frees, taken in trace order (an
-     * allocation may make the iteration's peak), and the times of the events passed over
-     * are added up.  The reserved bytes are not kept there (the segment events passed over
-     * are not applied): without the series and the totals nothing reads them. */
-    const bool skip_quiet = n && !series && !lt && !dev->n_user_ranges && !read_trace;
+    /* Without the totals and the user phases, the pass stops only at the peak and at an
+     * iteration's first and last events and the one before its first: between two, the
+     * bytes change only at allocations and frees, taken in trace order (an allocation may
+     * make the iteration's peak), and the times of the events passed over are added up.
+     * Without the series the reserved bytes are not kept there (the segment events passed
+     * over are not applied): without the series and the totals nothing reads them.  With
+     * the series (of fewer buckets than events: every point kept, it reads each event) it
+     * stops also at the first event, at each segment event and at the first event of a later
+     * bucket, and in between an allocation or a free that changes the total is offered to
+     * its bucket's minimum and maximum as the pass over every event would offer it. */
+    const bool skip_quiet =
+        n && (!lt || series) && !dev->n_user_ranges && !read_trace && !(series && all);
     int64_t mark = -1; /* the next peak or iteration bound after the event (next_mark()) */
     size_t mark_it = 0;
     for (size_t p = 0; p < n_pts; p++) {
@@ -1621,6 +1734,103 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
              * allocation may make its peak */
             struct gm_analysis_iteration *iv =
                 k >= it_first && k < it_last ? &dev->iterations[it] : NULL;
+            if (series) {
+                if ((uint64_t)next_seg < (uint64_t)to)
+                    to = next_seg;
+                if (k < 0 || !(x_next >= 0) || (!isinf(x_next) && x_next > 0x1p52))
+                    to = k + 1; /* the first event; a bucket whose end is not known */
+                /* the bucket's end: the event index, or the time from which event x's reach
+                 * it (x_next a whole number: the x of a time below it is below it) */
+                bool by_time = false;
+                int64_t t_stop = 0;
+                if (!isinf(x_next) && to > k + 1) {
+                    if (!ax.time)
+                        to = (int64_t)x_next < to ? (int64_t)x_next : to;
+                    else if (ax.t0_us <= INT64_MAX - (int64_t)x_next) {
+                        by_time = true;
+                        t_stop = ax.t0_us + (int64_t)x_next;
+                    }
+                }
+                int64_t t = known[p & 1].time_us, j = k + 1;
+                if (lt) {
+                    /* the totals take every event: each in turn up to 'to' or the bucket's
+                     * end, its time added up */
+                    struct gm_snapshot_event ej = known[0];
+                    for (; j < to; j++) {
+                        uint32_t d = dt ? dt[j] : 0;
+                        int64_t tj = t + (int64_t)(d == DT_WIDE ? dt_wide[wi] : d);
+                        if (!((ax.time ? gm_lod_axis_x_of_time(&ax, tj) : (double)j) < x_next))
+                            break;
+                        wi += d == DT_WIDE;
+                        t = tj;
+                        ej.time_us = t;
+                        if (j == next_free) {
+                            take_free(w, &fi, &next_free, cur, &total, &unexplained, &lifetime);
+                        } else if (j == next_alloc) {
+                            take_alloc(dev, &ai, &next_alloc, cur, &total, &unexplained, &lifetime);
+                            if (iv)
+                                iteration_peak(iv, j, w->phase[j], total, cur);
+                        }
+                        if (total != prev_total) {
+                            prev_total = total;
+                            unsigned fj = gm_lod_add_here(&lod, j, total);
+                            if (fj & GM_LOD_MIN)
+                                set_point(&slots[3 * (size_t)cur_b], j, &ej, w->phase[j], total,
+                                          reserved, cur);
+                            if (fj & GM_LOD_MAX)
+                                set_point(&slots[3 * (size_t)cur_b + 1], j, &ej, w->phase[j], total,
+                                          reserved, cur);
+                        }
+                        gm_lod_totals_add(lt, j, &ej, total + walk_base, reserved);
+                    }
+                    to = j;
+                }
+                /* the events' times up to 'to' or the bucket's end */
+                if (lt)
+                    ;
+                else if (dt)
+                    j = times_forward(&w->tm, k, to, by_time, t_stop, &t, &wi);
+                else if (to > j)
+                    j = to;
+                /* the allocations and frees before j in trace order (the time of a point
+                 * one of them makes is found once the points are chosen) */
+                for (;;) {
+                    int64_t ka;
+                    if ((uint64_t)next_free < (uint64_t)j &&
+                        (uint64_t)next_free < (uint64_t)next_alloc) {
+                        ka = next_free;
+                        take_free(w, &fi, &next_free, cur, &total, &unexplained, &lifetime);
+                    } else if ((uint64_t)next_alloc < (uint64_t)j) {
+                        ka = next_alloc;
+                        take_alloc(dev, &ai, &next_alloc, cur, &total, &unexplained, &lifetime);
+                        if (iv)
+                            iteration_peak(iv, ka, w->phase[ka], total, cur);
+                    } else {
+                        break;
+                    }
+                    if (total == prev_total)
+                        continue;
+                    prev_total = total;
+                    unsigned fk = gm_lod_add_here(&lod, ka, total);
+                    if (!fk)
+                        continue;
+                    struct gm_snapshot_event ek = known[0];
+                    if (fk & GM_LOD_MIN)
+                        set_point(&slots[3 * (size_t)cur_b], ka, &ek, w->phase[ka], total, reserved,
+                                  cur);
+                    if (fk & GM_LOD_MAX)
+                        set_point(&slots[3 * (size_t)cur_b + 1], ka, &ek, w->phase[ka], total,
+                                  reserved, cur);
+                }
+                if (j > k + 1) {
+                    /* known[j & 1] is read as event j - 1, the state before event j */
+                    known[j & 1].time_us = t;
+                    prev_e = &known[j & 1];
+                    prev_ph = w->phase[j - 1];
+                    p = (size_t)j; /* the next pass is event j */
+                }
+                continue;
+            }
             for (;;) {
                 if ((uint64_t)next_free < (uint64_t)to &&
                     (uint64_t)next_free < (uint64_t)next_alloc) {
@@ -1637,8 +1847,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
             if (to > k + 1) {
                 /* known[to & 1] is read as the time of event to - 1 */
                 int64_t t = known[p & 1].time_us;
-                for (int64_t j = k + 1; dt && j < to; j++)
-                    t += (int64_t)step_us(dt, dt_wide, j, &wi);
+                if (dt)
+                    times_forward(&w->tm, k, to, false, 0, &t, &wi);
                 known[to & 1].time_us = t;
                 p = (size_t)to; /* the next pass is event 'to' */
             }
@@ -1664,7 +1874,11 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                     best = j;
             if (best < 0)
                 break;
-            dev->points[dev->n_points++] = s[best];
+            struct gm_analysis_point *pt = &dev->points[dev->n_points++];
+            *pt = s[best];
+            /* the time of a point the pass made between its stops (left 0 there) */
+            if (skip_quiet && dt && pt->has_time)
+                pt->time_us = time_at(&w->tm, pt->event);
         }
     }
     gm_free(slots);

@@ -1649,6 +1649,102 @@ static void test_series_of_random_traces_holds_each_events_state(void **state)
     }
 }
 
+/* 'p' and 'q' the same series point. */
+static bool same_point(const struct gm_analysis_point *p, const struct gm_analysis_point *q)
+{
+    return p->event == q->event && p->has_time == q->has_time && p->time_us == q->time_us &&
+           p->phase == q->phase && p->total == q->total && p->reserved == q->reserved &&
+           memcmp(p->bytes, q->bytes, sizeof(p->bytes)) == 0;
+}
+
+/* The series pass stops only where a point may be made: between two stops it takes the
+ * allocations and frees in trace order and finds the times it needs from the blocks of 256
+ * events the first pass keeps, or with the report's totals takes each event in turn; with a
+ * user phase it handles every event in its main loop.  All three give the same points,
+ * iterations and split at the peak, on random traces of 300 to 4,000 events (segment events
+ * rare, so the pass runs far between its stops) whose times are small steps, small steps
+ * among steps of 65,535 us or more, or none (an axis of event indexes), with any number of
+ * buckets. */
+static void test_series_between_stops_equals_the_series_of_every_event(void **state)
+{
+    static struct gm_snapshot_event evs[4000];
+    static const uint8_t common[] = {GM_ACTION_ALLOC, GM_ACTION_ALLOC, GM_ACTION_FREE_REQUESTED,
+                                     GM_ACTION_FREE_COMPLETED, GM_ACTION_FREE_COMPLETED};
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    size_t n_points = 0;
+    (void)state;
+    for (int round = 0; round < 90; round++) {
+        int road = round % 3;
+        size_t n = 300 + (size_t)(rng_next(&x) % 3700);
+        int64_t time = 1700000000000000 + (int64_t)(rng_next(&x) % 1000);
+        for (size_t i = 0; i < n; i++) {
+            struct gm_snapshot_event *e = &evs[i];
+            memset(e, 0, sizeof(*e));
+            e->action = rng_next(&x) % 100 ? common[rng_next(&x) % sizeof(common)]
+                                           : random_actions[rng_next(&x) % sizeof(random_actions)];
+            e->addr = 0x10000 + (rng_next(&x) % 40) * 0x1000;
+            e->size = 1 + rng_next(&x) % 0x3000;
+            e->stack = (uint32_t)(rng_next(&x) % N_ST);
+            e->flags = GM_EVENT_HAS_ADDR | GM_EVENT_HAS_FRAMES;
+            time += (int64_t)(rng_next(&x) % 3 ? rng_next(&x) % 50 : 0);
+            if (road == 1 && rng_next(&x) % 8 == 0)
+                time += 65535 - 1 + (int64_t)(rng_next(&x) % 3 * (rng_next(&x) % 5000000));
+            if (road != 2) {
+                e->flags |= GM_EVENT_HAS_TIME;
+                e->time_us = time;
+            }
+        }
+        struct trace none;
+        struct gm_snapshot s;
+        struct gm_snapshot_device d;
+        none.n = 0;
+        make_snapshot(&s, &d, &none);
+        d.events = evs;
+        d.n_events = s.n_events = n;
+        /* the reference: a user phase over the first half makes the pass handle every event */
+        struct gm_snapshot_annotation marks[2] = {
+            {.name = "gpumem.phase:probe", .stage = "START", .device = 0, .is_start = true},
+            {.name = "gpumem.phase:probe", .stage = "END", .device = 0, .time_us = time}};
+        struct gm_snapshot sr = s;
+        marks[0].time_us = evs[0].time_us;
+        marks[1].time_us = evs[n / 2].time_us;
+        sr.annotations = marks;
+        sr.n_annotations = 2;
+        struct gm_analysis *an[3] = {NULL, NULL, NULL};
+        struct gm_error err;
+        uint32_t max_points = (uint32_t)(4 + rng_next(&x) % 400);
+        struct gm_analysis_opts oa = {.max_points = max_points};
+        struct gm_analysis_opts ob = {.max_points = max_points, .totals = true};
+        assert_int_equal(gm_analysis_run(&sr, &oa, &an[0], &err), GM_OK);
+        assert_int_equal(gm_analysis_run(&s, &oa, &an[1], &err), GM_OK);
+        assert_int_equal(gm_analysis_run(&s, &ob, &an[2], &err), GM_OK);
+        const struct gm_analysis_device *dr = &an[0]->devices[0];
+        assert_int_equal(dr->n_user_ranges, 1);
+        assert_non_null(gm_analysis_totals(&an[2]->devices[0]));
+        for (int v = 1; v < 3; v++) {
+            const struct gm_analysis_device *da = &an[v]->devices[0];
+            assert_int_equal(da->n_user_ranges, 0);
+            assert_int_equal(da->n_points, dr->n_points);
+            for (size_t i = 0; i < da->n_points; i++)
+                if (!same_point(&da->points[i], &dr->points[i]))
+                    fail_msg("round %d (road %d, %zu events, %u points, %s): point %zu differs "
+                             "(event %lld, not %lld)",
+                             round, road, n, max_points, v == 1 ? "alone" : "with the totals", i,
+                             (long long)da->points[i].event, (long long)dr->points[i].event);
+            assert_int_equal(da->n_iterations, dr->n_iterations);
+            for (size_t i = 0; i < da->n_iterations; i++)
+                assert_memory_equal(&da->iterations[i], &dr->iterations[i],
+                                    sizeof(da->iterations[i]));
+            assert_memory_equal(da->at_peak, dr->at_peak, sizeof(da->at_peak));
+            assert_memory_equal(da->at_end, dr->at_end, sizeof(da->at_end));
+        }
+        n_points += dr->n_points;
+        for (int v = 0; v < 3; v++)
+            gm_analysis_free(an[v]);
+    }
+    assert_true(n_points > 5000);
+}
+
 /* The analysis without the series ('figures') holds the whole one's figures on every
  * device: the split at the peak and at the end, every iteration's bytes, peak, phase and
  * times, and every leak's stack, bytes, count and iterations.  Returns the iterations and
@@ -2672,6 +2768,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_random_traces),
     cmocka_unit_test(test_walk_consumers_of_random_traces),
     cmocka_unit_test(test_series_of_random_traces_holds_each_events_state),
+    cmocka_unit_test(test_series_between_stops_equals_the_series_of_every_event),
     cmocka_unit_test(test_figures_of_random_traces_equal_the_whole_analysis),
     cmocka_unit_test(test_live_at_equals_a_replay_of_random_traces),
     cmocka_unit_test(test_leak_causes),
