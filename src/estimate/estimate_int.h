@@ -451,6 +451,9 @@ void est_vllm_batch(const struct gm_job *job, uint64_t max_model_len, uint64_t *
 /* The max_model_len vLLM derives from the model's positions and its rope_scaling when none is
  * given (0 when the model gives no positions). */
 uint64_t est_vllm_max_len(const struct gm_model *m);
+/* The longest request 'j''s engine serves model 'm' at when no length is given (vLLM:
+ * est_vllm_max_len; otherwise max_position_embeddings); 0 without positions. */
+uint64_t est_engine_max_len(const struct gm_job *j, const struct gm_model *m);
 
 /* Whether 't'-way tensor parallelism splits the model's heads: the query heads evenly,
  * the KV heads evenly or replicated when there are fewer of them than t. */
