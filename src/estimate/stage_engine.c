@@ -446,7 +446,11 @@ uint64_t est_vllm_full_graphs(const struct gm_job *j, uint64_t tokens, uint64_t 
  * tests/data/validation/vllm_startup_logs.csv (v023, v024: Qwen2.5-7B, 67 sizes x 29 pieces,
  * 0.5 GiB, less the pool), GRAPH_FULL_LAYER_BYTES per layer of a full graph from the one V0
  * row (v011, vLLM 0.6.5, phi-4: 35 sizes x 41 layers, 0.27 GiB, less the pool); both are judged
- * on the other rows. */
+ * on the other rows (the rows are marked "# fit:" in the table).  The "+ 1": splitting at the
+ * n attention ops of n layers leaves n + 1 piecewise graphs (the first also holds the
+ * embedding, the last the final norm); a full graph has no pieces, and its + 1 prices the
+ * kernels outside the decoder layers (embedding, final norm) as one layer more, an assumption
+ * that GRAPH_FULL_LAYER_BYTES was read with (v011's 41 = 40 layers + 1), not a measurement. */
 #define GRAPH_PIECE_BYTES      (235 * GM_KIB)
 #define GRAPH_FULL_LAYER_BYTES (173 * GM_KIB)
 
