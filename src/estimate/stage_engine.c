@@ -431,9 +431,29 @@ uint64_t est_vllm_full_graphs(const struct gm_job *j, uint64_t tokens, uint64_t 
     uint64_t largest;
     if (vllm_era_v0(vllm_era(ver)))
         return est_vllm_graph_sizes(j, tokens, seqs, &largest);
-    if (ver && ver < GM_VERSION(0, 11, 0))
+    if ((ver && ver < GM_VERSION(0, 11, 0)) || est_vllm_mla_piecewise_only(j))
         return 0;
     return graph_sizes_upto(j, tokens, seqs, seqs, &largest);
+}
+
+/* Whether V1 drops its full decode graphs for the job's attention backend.  The model runner
+ * takes the weakest AttentionCGSupport over the backends and, where decode graphs are to be
+ * FULL and that support is NEVER, sets cudagraph_mode=PIECEWISE (attention compiled
+ * piecewise; _check_and_update_cudagraph_mode, vllm/v1/worker/gpu_model_runner.py in its 0.11
+ * form).  An MLA model below compute capability 9.0 runs TRITON_MLA (FlashMLA and FlashAttention
+ * MLA need 9.0, CUTLASS and FlashInfer MLA 10.0), whose builder kept MLACommonMetadataBuilder's
+ * NEVER until PR #42885 ("MLACommonMetadataBuilder defaults _cudagraph_support to NEVER, which
+ * forces PIECEWISE mode"; merged 2026-05-18, TritonMLAMetadataBuilder UNIFORM_BATCH); a 0.16
+ * log on an A100 prints "FULL_AND_PIECEWISE is not supported with TritonMLABackend; setting
+ * cudagraph_mode=PIECEWISE".  The first release with PR #42885 is not established here: a
+ * version given from 0.11 on drops the full graphs (the assumption says so from 0.17), the
+ * current default keeps them. */
+bool est_vllm_mla_piecewise_only(const struct gm_job *j)
+{
+    const struct gm_model *m = j->model.model;
+    uint32_t ver = j->stack.vllm;
+    return m && m->kv_lora_rank && j->gpu.sm && j->gpu.sm < 90 && ver &&
+           ver >= GM_VERSION(0, 11, 0) && !vllm_era_v0(vllm_era(ver));
 }
 
 /* The CUDA-graph memory of vLLM: every captured size runs the model in pieces split at
@@ -994,6 +1014,14 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                    (unsigned long long)graph_sizes, (unsigned long long)graph_largest,
                    (unsigned long long)(est_div_up(m->n_layers, pp) + 1),
                    graph_full ? ", and a full graph for each decode batch up to max_num_seqs" : "");
+    if (graphs && est_vllm_mla_piecewise_only(j))
+        est_assume(e,
+                   "vLLM: TRITON_MLA below compute capability 9.0 supports no full CUDA graphs "
+                   "(cudagraph_mode set to PIECEWISE)%s",
+                   j->stack.vllm >= GM_VERSION(0, 17, 0)
+                       ? "; PR #42885 (merged 2026-05-18) gave it full graphs, in a release not "
+                         "established here: if yours has it, its full decode graphs are missing"
+                       : "");
     if (m->kv_lora_rank)
         est_assume(e,
                    "KV cache: MLA latent of %llu + %llu values per token and layer, %s, on every "

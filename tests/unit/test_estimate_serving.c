@@ -1454,6 +1454,23 @@ static void test_vllm_graph_capture_by_version(void **state)
     assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 0);
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.6.5 --gpu A100-80GB", &j);
     assert_int_equal(est_vllm_full_graphs(&j, 2048, 256), 35);
+    /* an MLA model below compute capability 9.0 runs TRITON_MLA, whose AttentionCGSupport was
+     * NEVER: _check_and_update_cudagraph_mode sets PIECEWISE, no full graphs (a 0.16 log on an
+     * A100: "not supported with TritonMLABackend; setting cudagraph_mode=PIECEWISE"); on an
+     * H100 FlashMLA captures them, and the current release's TRITON_MLA does too (PR #42885) */
+    job_make("deepseek-v2-lite", "--infer --engine vllm --vllm-version 0.16.0 --gpu A100-80GB", &j);
+    assert_true(est_vllm_mla_piecewise_only(&j));
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 0);
+    run(&j, &est);
+    assert_true(assumed(est, "TRITON_MLA below compute capability 9.0 supports no full"));
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("deepseek-v2-lite", "--infer --engine vllm --vllm-version 0.16.0 --gpu H100", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 19);
+    job_make("deepseek-v2-lite", "--infer --engine vllm --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 19);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.16.0 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 19); /* not MLA: FlashAttention */
     /* 0.11, max_num_seqs 128, Qwen2.5-7B: 35 sizes x 29 pieces at 235 KiB, 19 full graphs of
      * 29 layer-pieces at 173 KiB, and the pool of 256 tokens through one layer */
     job_make("qwen2.5-7b",
