@@ -366,7 +366,9 @@ static void text_setup(FILE *f, const struct gm_estimate_report *r)
         else
             fprintf(f, "\nlargest %s that fits %s: none\n", what, j->gpu.label);
         if (r->search.hit_limit)
-            fprintf(f, "  limited by the search limit: %llu (the model's positions, or 2^20)\n",
+            fprintf(f,
+                    "  limited by the search limit: %llu (the model's positions, stretched by "
+                    "rope_scaling under vLLM, or 2^20)\n",
                     (unsigned long long)r->search.limit);
         else
             fprintf(f, "  what binds, at %llu: %s\n",

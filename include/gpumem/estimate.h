@@ -745,6 +745,15 @@ struct gm_est_lora {
     uint64_t nf4_constant_bytes; /* QLoRA quantisation constants */
 };
 
+/* Where a serving engine's longest request (vLLM's max_model_len, SGLang's context_length)
+ * came from. */
+enum gm_max_len_from {
+    GM_MAX_LEN_REQUEST = 0, /* the request's own length: the model gives no positions */
+    GM_MAX_LEN_GIVEN,       /* the engine's setting (--max-model-len, --context-length) */
+    GM_MAX_LEN_POSITIONS,   /* the model's max_position_embeddings */
+    GM_MAX_LEN_ROPE,        /* vLLM: max_position_embeddings stretched by rope_scaling */
+};
+
 struct gm_est_serving {
     uint64_t budget_bytes;           /* vLLM: total x gpu_memory_utilization */
     uint64_t non_torch_bytes;        /* vLLM: non-torch memory beside the context and NCCL */
@@ -757,6 +766,7 @@ struct gm_est_serving {
     uint64_t kv_tokens_logged; /* vLLM: what its log prints as "GPU KV cache size", by version */
     uint64_t block_size;
     uint64_t max_model_len;
+    enum gm_max_len_from max_model_len_from; /* where max_model_len came from */
     uint64_t max_num_seqs;           /* vLLM: as the version defaults it for the GPU, or given */
     uint64_t max_num_batched_tokens; /* vLLM: the profile run's tokens, likewise */
     uint64_t sampler_bytes;          /* vLLM: the profile run's sampler peak */
@@ -993,6 +1003,9 @@ bool gm_est_kind_category(enum gm_est_kind k, enum gm_category *out);
 
 /* Stable names (CLI choices and JSON); static storage, "unknown" out of range. */
 const char *gm_quant_kernel_name(enum gm_quant_kernel k);
+/* Where max_model_len came from: "request", "setting", "max_position_embeddings" or
+ * "rope_scaling"; static storage, "unknown" out of range. */
+const char *gm_max_len_from_name(enum gm_max_len_from f);
 const char *gm_precision_name(enum gm_precision p);
 const char *gm_optimizer_name(enum gm_optimizer o);
 const char *gm_shard_name(enum gm_shard s);

@@ -495,6 +495,9 @@ unsigned gm_dtype_bits(enum gm_dtype t);
 
 /* "gptq", "awq", "nf4", ...; static storage, "unknown" out of range. */
 const char *gm_quant_method_name(enum gm_quant_method q);
+/* A rope_scaling type as config.json names it ("linear", "yarn", ...; "default" for none,
+ * "other" for a type not listed); static storage. */
+const char *gm_rope_scaling_name(enum gm_rope_scaling k);
 /* "embedding", "attention", ...; static storage. */
 const char *gm_param_role_name(enum gm_param_role r);
 /* A scheme with its defaults: GPTQ and AWQ 4 bits in groups of 128 with zeros (GPTQ also

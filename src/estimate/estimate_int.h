@@ -442,6 +442,9 @@ uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_
 /* The full-model CUDA graphs vLLM captures: one per size in V0, one per decode batch size up
  * to max_num_seqs in V1 from 0.11 (FULL_AND_PIECEWISE), none in V1 before. */
 uint64_t est_vllm_full_graphs(const struct gm_job *job, uint64_t tokens, uint64_t seqs);
+/* Whether vLLM V1 captures no full decode graphs for the job's attention backend (TRITON_MLA
+ * below compute capability 9.0, from 0.11 as a version given). */
+bool est_vllm_mla_piecewise_only(const struct gm_job *job);
 /* Whether vLLM runs its model runner V2 for the job (version and model kind), and the bytes
  * per logit its profile-run sampler holds (stage_engine.c gives the code of each). */
 bool est_vllm_runner_v2(const struct gm_job *job, const struct gm_model *m);
@@ -451,6 +454,9 @@ void est_vllm_batch(const struct gm_job *job, uint64_t max_model_len, uint64_t *
 /* The max_model_len vLLM derives from the model's positions and its rope_scaling when none is
  * given (0 when the model gives no positions). */
 uint64_t est_vllm_max_len(const struct gm_model *m);
+/* The longest request 'j''s engine serves model 'm' at when no length is given (vLLM:
+ * est_vllm_max_len; otherwise max_position_embeddings); 0 without positions. */
+uint64_t est_engine_max_len(const struct gm_job *j, const struct gm_model *m);
 
 /* Whether 't'-way tensor parallelism splits the model's heads: the query heads evenly,
  * the KV heads evenly or replicated when there are fewer of them than t. */

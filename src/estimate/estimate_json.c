@@ -142,6 +142,7 @@ static void json_inputs(struct gm_json *w, const struct gm_estimate_report *r)
                            : gm_dtype_name(j->numerics.kv_dtype));
         gm_json_kv_str(w, "attention", choice_name("attention", j->memory.attention));
         gm_json_kv_bool(w, "full_logits", j->workload.full_logits);
+        gm_json_kv_str(w, "quant_kernel", gm_quant_kernel_name(j->numerics.quant_kernel));
     }
     gm_json_kv_u64(w, "cuda_context_bytes", j->runtime.cuda_context_bytes);
     gm_json_kv_u64(w, "workspace_bytes", j->runtime.workspace_bytes);
@@ -196,6 +197,21 @@ static void json_model(struct gm_json *w, const struct gm_model *m)
         gm_json_kv_str(w, "quantization", gm_quant_method_name(m->quant.method));
     if (m->generic)
         gm_json_kv_bool(w, "generic_layout", true);
+    if (m->rope_scaling != GM_ROPE_NONE) {
+        gm_json_kv_u64(w, "max_position_embeddings", m->max_positions);
+        gm_json_key(w, "rope_scaling");
+        gm_json_begin_object(w);
+        gm_json_kv_str(w, "rope_type", gm_rope_scaling_name(m->rope_scaling));
+        if (m->rope_factor > 0)
+            gm_json_kv_double(w, "factor", m->rope_factor);
+        else
+            gm_json_kv_null(w, "factor");
+        if (m->rope_original_positions)
+            gm_json_kv_u64(w, "original_max_position_embeddings", m->rope_original_positions);
+        else
+            gm_json_kv_null(w, "original_max_position_embeddings");
+        gm_json_end_object(w);
+    }
     gm_json_end_object(w);
 }
 
@@ -520,6 +536,7 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
             gm_json_kv_u64(w, "kv_tokens", sv->kv_tokens);
             gm_json_kv_u64(w, "kv_tokens_logged", sv->kv_tokens_logged);
             gm_json_kv_u64(w, "max_model_len", sv->max_model_len);
+            gm_json_kv_str(w, "max_model_len_from", gm_max_len_from_name(sv->max_model_len_from));
             gm_json_kv_double(w, "max_concurrency", sv->max_concurrency);
             gm_json_kv_bool(w, "starts", sv->kv_tokens >= sv->max_model_len);
         } else if (j->engine.kind == GM_ENGINE_SGLANG) {

@@ -943,8 +943,9 @@ static const struct gm_job_setting settings[] = {
         CHOICE("quant-kernel", quant_kernel_choices, NULL,
                "inference (HF generate): the GPTQ / AWQ kernel and its scratch: "
                "exllama, exllamav2, marlin, gemm (AWQ), plain (none); default "
-               "auto, as transformers picks; with vLLM, gemm is its plain AWQ kernel (the "
-               "log's \"forcing awq\"; auto: Marlin from compute capability 8.0)",
+               "auto, as transformers picks; with vLLM auto (Marlin from compute capability "
+               "8.0), marlin, or gemm, its plain AWQ kernel (the log's \"forcing awq\"); the "
+               "others are refused there",
                INFER, numerics.quant_kernel),
     [EST_SET_FLASHINFER_SAMPLER] =
         FLAG("flashinfer-sampler",

@@ -69,11 +69,9 @@ enum gm_status est_search(const struct gm_job *job, enum gm_search what, struct 
     if (!job->gpu.memory_bytes)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--max-batch / --max-context need a GPU: give --gpu or --gpu-memory");
-    /* A context beyond the model's positions is not a useful answer. */
-    /* vLLM's own limit on max_model_len stretches the positions by rope_scaling */
-    uint64_t positions = m ? m->max_positions : 0;
-    if (m && what == GM_SEARCH_MAX_MODEL_LEN && job->engine.kind == GM_ENGINE_VLLM)
-        positions = est_vllm_max_len(m);
+    /* A length beyond the longest the engine serves the model at (vLLM's stretches the
+     * positions by rope_scaling) is not a useful answer: one limit for both searches. */
+    uint64_t positions = est_engine_max_len(job, m);
     if ((what == GM_SEARCH_CONTEXT || what == GM_SEARCH_MAX_MODEL_LEN) && positions &&
         positions < limit) {
         limit = positions;

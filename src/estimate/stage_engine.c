@@ -151,20 +151,33 @@ uint64_t est_engine_sequences(const struct gm_job *j, const struct gm_estimate *
 /* The max_model_len vLLM derives from the model when none is given (_get_and_verify_max_len,
  * vllm/config/model.py @ 0052a5b; the same rule in vllm/config.py since the 0.2 releases):
  * max_position_embeddings, times rope_scaling's factor unless the type is "su", "longrope" or
- * "llama3" (whose max_position_embeddings is already the scaled length) or the model is a
- * Gemma 3 ("Gemma3's max_model_len (128K) is already scaled by RoPE scaling"); for "yarn"
- * original_max_position_embeddings times the factor.  deepseek-coder-6.7b's 16384 positions
- * with linear scaling x4 give 65536. */
+ * "llama3" (whose max_position_embeddings is already the scaled length) or the model type
+ * holds "gemma3" ('"gemma3" not in hf_config.model_type': gemma3, gemma3_text, gemma3n;
+ * "Gemma3's max_model_len (128K) is already scaled by RoPE scaling"); for "yarn"
+ * original_max_position_embeddings times the factor (vLLM reads that key outright,
+ * rp["original_max_position_embeddings"]; without it gpumem takes max_position_embeddings and
+ * says so, vllm_max_len_assume).  deepseek-coder-6.7b's 16384 positions with linear scaling x4
+ * give 65536. */
 uint64_t est_vllm_max_len(const struct gm_model *m)
 {
     uint64_t len = m->max_positions;
     enum gm_rope_scaling k = m->rope_scaling;
     if (k == GM_ROPE_NONE || k == GM_ROPE_LLAMA3 || k == GM_ROPE_LONGROPE ||
-        m->arch == GM_ARCH_GEMMA3 || !(m->rope_factor > 0))
+        strstr(m->model_type, "gemma3") || !(m->rope_factor > 0))
         return len;
     if (k == GM_ROPE_YARN && m->rope_original_positions)
         len = m->rope_original_positions;
     return (uint64_t)((double)len * m->rope_factor);
+}
+
+/* The longest request the engine serves the model at when no length is given: vLLM's
+ * max_model_len (est_vllm_max_len), else the model's max_position_embeddings; 0 when the
+ * model gives no positions.  The searches' limit and the inference checks use it. */
+uint64_t est_engine_max_len(const struct gm_job *j, const struct gm_model *m)
+{
+    if (!m)
+        return 0;
+    return j->engine.kind == GM_ENGINE_VLLM ? est_vllm_max_len(m) : m->max_positions;
 }
 
 /* The first release whose OpenAI server turns chunked prefill on by itself above 32768
@@ -304,12 +317,56 @@ static bool vllm_awq_plain(const struct est_ctx *cx)
            (k == GM_QKERNEL_AUTO && cx->job->gpu.sm && cx->job->gpu.sm < 80);
 }
 
+/* What --quant-kernel means to vLLM, which runs a GPTQ or AWQ checkpoint through Marlin
+ * (awq_marlin, gptq_marlin: "get_min_capability ... return 80", vllm/model_executor/layers/
+ * quantization/awq_marlin.py @ 0322f29) by itself from compute capability 8.0, or, for AWQ,
+ * through its plain kernel (vllm_awq_plain).  auto: as vLLM picks; marlin: Marlin; gemm: AWQ's
+ * plain kernel.  exllama, exllamav2 and plain name transformers' kernels (HF generate), which
+ * vLLM does not run: refused, as is a kernel for weights that are neither GPTQ nor AWQ, and
+ * Marlin where the GPU is below 8.0. */
+static enum gm_status vllm_quant_kernel_check(const struct est_ctx *cx, struct gm_error *err)
+{
+    enum gm_quant_kernel k = cx->job->numerics.quant_kernel;
+    const struct gm_quant *q = cx->quant;
+    bool gptq = q && q->method == GM_QUANT_GPTQ, awq = q && q->method == GM_QUANT_AWQ;
+    if (k == GM_QKERNEL_AUTO)
+        return GM_OK;
+    if (!gptq && !awq)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--quant-kernel %s: vLLM picks a kernel of GPTQ or AWQ weights, and "
+                       "these are not (%s)",
+                       gm_quant_kernel_name(k),
+                       q ? gm_quant_method_name(q->method) : "unquantised");
+    if (k == GM_QKERNEL_GEMM && !awq)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--quant-kernel gemm: vLLM's plain kernel of AWQ weights; GPTQ weights take "
+                       "auto or marlin");
+    if (k != GM_QKERNEL_GEMM && k != GM_QKERNEL_MARLIN)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--quant-kernel %s: a kernel of HF generate(), not of vLLM; with --engine "
+                       "vllm give auto, marlin%s",
+                       gm_quant_kernel_name(k), awq ? " or gemm (vLLM's plain AWQ kernel)" : "");
+    if (k == GM_QKERNEL_MARLIN && cx->job->gpu.sm && cx->job->gpu.sm < 80)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--quant-kernel marlin: vLLM's Marlin kernels need compute capability 8.0, "
+                       "the GPU has %u.%u",
+                       cx->job->gpu.sm / 10, cx->job->gpu.sm % 10);
+    return GM_OK;
+}
+
+/* The columns of the plain AWQ kernel's largest linear on one of 't' GPUs: the fused
+ * gate_up_proj (MergedColumnParallelLinear, 2 x ffn / t columns; ffn / t without a gate). */
+static uint64_t vllm_awq_widest_cols(const struct gm_model *m, uint64_t t)
+{
+    return (m->gated_mlp ? 2 : 1) * m->intermediate / t;
+}
+
 /* The plain AWQ kernel's peak over 'tokens' tokens on one of 't' GPUs (0 below 256 tokens): at
- * the largest linear, the fused gate_up_proj (MergedColumnParallelLinear, 2 x ffn / t columns),
- * its dequantised fp16 weight beside the matmul's input, the residual and the output. */
+ * the widest linear (vllm_awq_widest_cols) its dequantised fp16 weight beside the matmul's
+ * input, the residual and the output. */
 static uint64_t vllm_awq_dequant_peak(const struct gm_model *m, uint64_t tokens, uint64_t t)
 {
-    uint64_t cols = (m->gated_mlp ? 2 : 1) * m->intermediate / t;
+    uint64_t cols = vllm_awq_widest_cols(m, t);
     if (tokens < 256)
         return 0;
     return gm_mul_sat(
@@ -374,9 +431,29 @@ uint64_t est_vllm_full_graphs(const struct gm_job *j, uint64_t tokens, uint64_t 
     uint64_t largest;
     if (vllm_era_v0(vllm_era(ver)))
         return est_vllm_graph_sizes(j, tokens, seqs, &largest);
-    if (ver && ver < GM_VERSION(0, 11, 0))
+    if ((ver && ver < GM_VERSION(0, 11, 0)) || est_vllm_mla_piecewise_only(j))
         return 0;
     return graph_sizes_upto(j, tokens, seqs, seqs, &largest);
+}
+
+/* Whether V1 drops its full decode graphs for the job's attention backend.  The model runner
+ * takes the weakest AttentionCGSupport over the backends and, where decode graphs are to be
+ * FULL and that support is NEVER, sets cudagraph_mode=PIECEWISE (attention compiled
+ * piecewise; _check_and_update_cudagraph_mode, vllm/v1/worker/gpu_model_runner.py in its 0.11
+ * form).  An MLA model below compute capability 9.0 runs TRITON_MLA (FlashMLA and FlashAttention
+ * MLA need 9.0, CUTLASS and FlashInfer MLA 10.0), whose builder kept MLACommonMetadataBuilder's
+ * NEVER until PR #42885 ("MLACommonMetadataBuilder defaults _cudagraph_support to NEVER, which
+ * forces PIECEWISE mode"; merged 2026-05-18, TritonMLAMetadataBuilder UNIFORM_BATCH); a 0.16
+ * log on an A100 prints "FULL_AND_PIECEWISE is not supported with TritonMLABackend; setting
+ * cudagraph_mode=PIECEWISE".  The first release with PR #42885 is not established here: a
+ * version given from 0.11 on drops the full graphs (the assumption says so from 0.17), the
+ * current default keeps them. */
+bool est_vllm_mla_piecewise_only(const struct gm_job *j)
+{
+    const struct gm_model *m = j->model.model;
+    uint32_t ver = j->stack.vllm;
+    return m && m->kv_lora_rank && j->gpu.sm && j->gpu.sm < 90 && ver &&
+           ver >= GM_VERSION(0, 11, 0) && !vllm_era_v0(vllm_era(ver));
 }
 
 /* The CUDA-graph memory of vLLM: every captured size runs the model in pieces split at
@@ -389,7 +466,11 @@ uint64_t est_vllm_full_graphs(const struct gm_job *j, uint64_t tokens, uint64_t 
  * tests/data/validation/vllm_startup_logs.csv (v023, v024: Qwen2.5-7B, 67 sizes x 29 pieces,
  * 0.5 GiB, less the pool), GRAPH_FULL_LAYER_BYTES per layer of a full graph from the one V0
  * row (v011, vLLM 0.6.5, phi-4: 35 sizes x 41 layers, 0.27 GiB, less the pool); both are judged
- * on the other rows. */
+ * on the other rows (the rows are marked "# fit:" in the table).  The "+ 1": splitting at the
+ * n attention ops of n layers leaves n + 1 piecewise graphs (the first also holds the
+ * embedding, the last the final norm); a full graph has no pieces, and its + 1 prices the
+ * kernels outside the decoder layers (embedding, final norm) as one layer more, an assumption
+ * that GRAPH_FULL_LAYER_BYTES was read with (v011's 41 = 40 layers + 1), not a measurement. */
 #define GRAPH_PIECE_BYTES      (235 * GM_KIB)
 #define GRAPH_FULL_LAYER_BYTES (173 * GM_KIB)
 
@@ -448,12 +529,24 @@ static enum gm_status engine_tp_check(const struct gm_model *m, uint64_t t, stru
     return GM_OK;
 }
 
-/* The longest request: the engine's own setting, else the model's positions. */
-static uint64_t engine_len(const struct gm_job *j, const struct gm_model *m, uint64_t given)
+const char *gm_max_len_from_name(enum gm_max_len_from f)
 {
-    return given              ? given
-           : m->max_positions ? m->max_positions
-                              : j->workload.context + j->workload.new_tokens;
+    static const char *const names[] = {"request", "setting", "max_position_embeddings",
+                                        "rope_scaling"};
+    return (unsigned)f < sizeof names / sizeof names[0] ? names[f] : "unknown";
+}
+
+/* The longest request: the engine's own setting, else the longest the engine serves the
+ * model at (est_engine_max_len), else the request itself; *from says which. */
+static uint64_t engine_len(const struct gm_job *j, const struct gm_model *m, uint64_t given,
+                           enum gm_max_len_from *from)
+{
+    uint64_t len = est_engine_max_len(j, m);
+    *from = given                     ? GM_MAX_LEN_GIVEN
+            : !len                    ? GM_MAX_LEN_REQUEST
+            : len != m->max_positions ? GM_MAX_LEN_ROPE
+                                      : GM_MAX_LEN_POSITIONS;
+    return given ? given : len ? len : j->workload.context + j->workload.new_tokens;
 }
 
 /* The KV pool of 'pool' bytes in whole blocks of 'bs' tokens of 'per_token' bytes. */
@@ -751,7 +844,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
-    if ((st = engine_tp_check(m, t, err)) != GM_OK)
+    if ((st = engine_tp_check(m, t, err)) != GM_OK ||
+        (st = vllm_quant_kernel_check(cx, err)) != GM_OK)
         return st;
     if (pp > m->n_layers)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
@@ -763,9 +857,21 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
      * pipeline stage holds its layers */
     kv_heads = m->n_kv_heads >= t ? m->n_kv_heads / t : 1;
     layers = est_div_up(m->n_layers, pp);
-    sv->max_model_len = v->max_model_len ? v->max_model_len : est_vllm_max_len(m);
-    if (!sv->max_model_len)
-        sv->max_model_len = engine_len(j, m, 0);
+    sv->max_model_len = engine_len(j, m, v->max_model_len, &sv->max_model_len_from);
+    if (sv->max_model_len_from == GM_MAX_LEN_ROPE) {
+        bool yarn_orig = m->rope_scaling == GM_ROPE_YARN && m->rope_original_positions;
+        est_assume(e,
+                   "vLLM: max_model_len %llu = %s %llu x rope_scaling factor %g (%s): vLLM's "
+                   "own length when none is given",
+                   (unsigned long long)sv->max_model_len,
+                   yarn_orig ? "original_max_position_embeddings" : "max_position_embeddings",
+                   (unsigned long long)(yarn_orig ? m->rope_original_positions : m->max_positions),
+                   m->rope_factor, gm_rope_scaling_name(m->rope_scaling));
+        if (m->rope_scaling == GM_ROPE_YARN && !yarn_orig)
+            est_assume(e, "vLLM: yarn rope scaling without original_max_position_embeddings: "
+                          "vLLM reads that key outright (_get_and_verify_max_len) and may refuse "
+                          "the config; max_position_embeddings taken in its place");
+    }
     est_vllm_batch(j, sv->max_model_len, &T, &seqs);
     sv->max_num_batched_tokens = T;
     sv->max_num_seqs = seqs;
@@ -806,8 +912,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                    "vLLM's plain AWQ kernel: from 256 tokens each linear's weight is dequantised "
                    "to fp16 for a matmul, at most %.2f GiB (gate_up_proj), in the profile run and "
                    "the CUDA-graph pool",
-                   (double)(2 * m->hidden * ((m->gated_mlp ? 2 : 1) * m->intermediate / t)) /
-                       (double)GM_GIB);
+                   (double)(2 * m->hidden * vllm_awq_widest_cols(m, t)) / (double)GM_GIB);
     }
     /* the sampling GPU samples the whole vocabulary (the logits are gathered over tp): every
      * GPU, or rank 0 alone from 0.2.7 to 0.7 at tp >= 2 (vllm_worker_peak gives the others') */
@@ -909,6 +1014,14 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                    (unsigned long long)graph_sizes, (unsigned long long)graph_largest,
                    (unsigned long long)(est_div_up(m->n_layers, pp) + 1),
                    graph_full ? ", and a full graph for each decode batch up to max_num_seqs" : "");
+    if (graphs && est_vllm_mla_piecewise_only(j))
+        est_assume(e,
+                   "vLLM: TRITON_MLA below compute capability 9.0 supports no full CUDA graphs "
+                   "(cudagraph_mode set to PIECEWISE)%s",
+                   j->stack.vllm >= GM_VERSION(0, 17, 0)
+                       ? "; PR #42885 (merged 2026-05-18) gave it full graphs, in a release not "
+                         "established here: if yours has it, its full decode graphs are missing"
+                       : "");
     if (m->kv_lora_rank)
         est_assume(e,
                    "KV cache: MLA latent of %llu + %llu values per token and layer, %s, on every "
@@ -1046,7 +1159,7 @@ static enum gm_status engine_sglang(struct est_ctx *cx, struct gm_error *err)
     pool = static_bytes > w ? static_bytes - w : 0;
     sv->budget_bytes = static_bytes;
     sv->static_fraction = mfs;
-    sv->max_model_len = engine_len(j, m, sg->context_length);
+    sv->max_model_len = engine_len(j, m, sg->context_length, &sv->max_model_len_from);
     engine_pool(sv, pool, per_token, 1);
     act = profile_activations(m, chunk, t);
     sv->activation_peak_bytes = act;

@@ -305,12 +305,22 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     if (!m)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "inference estimate needs a model for the KV cache (give MODEL)");
-    if (m->max_positions && w->context + w->new_tokens > m->max_positions)
-        est_assume(e,
-                   "context + new tokens = %llu exceed the model's max_position_embeddings "
-                   "%llu",
-                   (unsigned long long)(w->context + w->new_tokens),
-                   (unsigned long long)m->max_positions);
+    if (est_engine_max_len(j, m) && w->context + w->new_tokens > est_engine_max_len(j, m)) {
+        if (est_engine_max_len(j, m) == m->max_positions)
+            est_assume(e,
+                       "context + new tokens = %llu exceed the model's max_position_embeddings "
+                       "%llu",
+                       (unsigned long long)(w->context + w->new_tokens),
+                       (unsigned long long)m->max_positions);
+        else
+            est_assume(e,
+                       "context + new tokens = %llu exceed the %llu tokens %s serves the model "
+                       "at (max_position_embeddings %llu, rope_scaling %s x %g)",
+                       (unsigned long long)(w->context + w->new_tokens),
+                       (unsigned long long)est_engine_max_len(j, m), gm_engine_name(j->engine.kind),
+                       (unsigned long long)m->max_positions, gm_rope_scaling_name(m->rope_scaling),
+                       m->rope_factor);
+    }
     if (m->head != GM_HEAD_CAUSAL_LM && est_allocator(j) != EST_ALLOC_TORCH)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--engine %s: model '%s' is an %s; its %s accounting is not modelled (size "

@@ -6,7 +6,8 @@
  *   common     hidden_size num_hidden_layers num_attention_heads num_key_value_heads
  *              head_dim intermediate_size vocab_size max_position_embeddings
  *              tie_word_embeddings torch_dtype|dtype sliding_window attention_dropout
- *              rope_scaling {rope_type|type, factor, original_max_position_embeddings}
+ *              rope_scaling {rope_type|type, factor, original_max_position_embeddings}, or
+ *              rope_parameters (transformers v5) flat or per layer type
  *   gpt2       n_embd n_layer n_head n_inner (null: 4*n_embd) n_positions attn_pdrop resid_pdrop
  *   gpt_bigcode  the gpt2 keys + multi_query (one KV head)
  *   bert, roberta, xlm-roberta  type_vocab_size hidden_dropout_prob
@@ -532,42 +533,112 @@ static uint64_t array_count_str(struct reader *r, const char *key, const char *v
 }
 
 /* rope_scaling: its type ("rope_type", or "type" in configs saved before transformers 4.45),
- * "factor" and "original_max_position_embeddings".  The block stays as the file gives it: what
- * it means for the positions an engine serves is the engine's rule (stage_engine.c). */
-static void read_rope_scaling(struct reader *r, struct gm_model *m)
+ * "factor" and "original_max_position_embeddings"; transformers v5 saves the same block as
+ * "rope_parameters", flat or one block per layer type ({"full_attention": {...},
+ * "sliding_attention": {...}}: "In Transformers v5 rope_parameters could be TypedDict or
+ * dict[str, TypedDict]", vllm/config/model.py _get_and_verify_max_len @ 0052a5b).  The block
+ * stays as the file gives it: what it means for the positions an engine serves is the engine's
+ * rule (stage_engine.c). */
+static const struct {
+    const char *name;
+    enum gm_rope_scaling kind;
+} rope_kinds[] = {
+    {"default", GM_ROPE_NONE}, {"linear", GM_ROPE_LINEAR}, {"dynamic", GM_ROPE_DYNAMIC},
+    {"yarn", GM_ROPE_YARN},    {"llama3", GM_ROPE_LLAMA3}, {"longrope", GM_ROPE_LONGROPE},
+    {"su", GM_ROPE_LONGROPE},
+};
+
+const char *gm_rope_scaling_name(enum gm_rope_scaling k)
 {
-    static const struct {
-        const char *name;
-        enum gm_rope_scaling kind;
-    } kinds[] = {
-        {"default", GM_ROPE_NONE}, {"linear", GM_ROPE_LINEAR}, {"dynamic", GM_ROPE_DYNAMIC},
-        {"yarn", GM_ROPE_YARN},    {"llama3", GM_ROPE_LLAMA3}, {"longrope", GM_ROPE_LONGROPE},
-        {"su", GM_ROPE_LONGROPE},
-    };
-    json_t *rs = json_object_get(r->root, "rope_scaling"), *f, *o;
-    const char *type;
-    if (!json_is_object(rs))
-        return; /* null or absent: no scaling */
-    type = json_string_value(json_object_get(rs, "rope_type"));
+    for (size_t i = 0; i < sizeof rope_kinds / sizeof rope_kinds[0]; i++)
+        if (rope_kinds[i].kind == k)
+            return rope_kinds[i].name;
+    return "other";
+}
+
+struct rope_block {
+    enum gm_rope_scaling kind;
+    double factor;
+    uint64_t original;
+};
+
+/* One rope block (its type, factor and original_max_position_embeddings); false after a bad
+ * factor (r->st set). */
+static bool read_rope_block(struct reader *r, json_t *rs, const char *key, struct rope_block *b)
+{
+    const char *type = json_string_value(json_object_get(rs, "rope_type"));
+    json_t *f, *o;
     if (!type)
         type = json_string_value(json_object_get(rs, "type"));
-    m->rope_scaling = GM_ROPE_OTHER;
-    for (size_t i = 0; type && i < sizeof kinds / sizeof kinds[0]; i++)
-        if (!strcmp(type, kinds[i].name))
-            m->rope_scaling = kinds[i].kind;
+    b->kind = GM_ROPE_OTHER;
+    for (size_t i = 0; type && i < sizeof rope_kinds / sizeof rope_kinds[0]; i++)
+        if (!strcmp(type, rope_kinds[i].name))
+            b->kind = rope_kinds[i].kind;
     f = json_object_get(rs, "factor");
     if (f && !json_is_null(f)) {
         if (!json_is_number(f) || !(json_number_value(f) > 0) || json_number_value(f) > 1e6) {
             if (r->st == GM_OK)
                 r->st = gm_fail(r->err, GM_ERR_FORMAT, GM_NO_OFFSET,
-                                "'rope_scaling.factor' must be a positive number up to 1e6");
-            return;
+                                "'%s.factor' must be a positive number up to 1e6", key);
+            return false;
         }
-        m->rope_factor = json_number_value(f);
+        b->factor = json_number_value(f);
     }
     o = json_object_get(rs, "original_max_position_embeddings");
     if (json_is_integer(o) && json_integer_value(o) > 0)
-        m->rope_original_positions = (uint64_t)json_integer_value(o);
+        b->original = (uint64_t)json_integer_value(o);
+    return true;
+}
+
+/* Whether every member of a rope_parameters object is itself an object: one block per layer
+ * type (a flat block holds numbers and strings). */
+static bool rope_nested(json_t *rs)
+{
+    const char *k;
+    json_t *v;
+    if (!json_object_size(rs))
+        return false;
+    json_object_foreach(rs, k, v)
+    {
+        if (!json_is_object(v))
+            return false;
+    }
+    return true;
+}
+
+static void read_rope_scaling(struct reader *r, struct gm_model *m)
+{
+    const char *key = "rope_scaling", *k;
+    json_t *rs = json_object_get(r->root, key), *v;
+    struct rope_block got = {GM_ROPE_NONE, 0, 0};
+    if (!json_is_object(rs)) {
+        key = "rope_parameters";
+        rs = json_object_get(r->root, key);
+    }
+    if (!json_is_object(rs))
+        return; /* null or absent: no scaling */
+    if (!rope_nested(rs)) {
+        if (!read_rope_block(r, rs, key, &got))
+            return;
+    } else {
+        /* one block per layer type: the block that scales the positions (vLLM takes each
+         * block's factor but those of llama3 / longrope / su, and assumes them equal), else
+         * the first */
+        bool first = true;
+        json_object_foreach(rs, k, v)
+        {
+            struct rope_block b = {GM_ROPE_NONE, 0, 0};
+            if (!read_rope_block(r, v, key, &b))
+                return;
+            if (first || (b.kind != GM_ROPE_NONE && b.kind != GM_ROPE_LLAMA3 &&
+                          b.kind != GM_ROPE_LONGROPE && b.factor > 0))
+                got = b;
+            first = false;
+        }
+    }
+    m->rope_scaling = got.kind;
+    m->rope_factor = got.factor;
+    m->rope_original_positions = got.original;
 }
 
 /* Which layers slide a window, by family. */

@@ -95,10 +95,19 @@ static void test_vllm_max_len_from_rope_scaling(void **state)
     assert_int_equal(est_vllm_max_len(&m), 16384);
     m.rope_scaling = GM_ROPE_LONGROPE;
     assert_int_equal(est_vllm_max_len(&m), 16384);
-    m.rope_scaling = GM_ROPE_LINEAR; /* Gemma 3: linear x8 on 131072, not applied */
-    m.arch = GM_ARCH_GEMMA3;
-    assert_int_equal(est_vllm_max_len(&m), 16384);
-    m.arch = GM_ARCH_LLAMA;
+    /* Gemma 3: linear x8 on 131072, not applied, for every model type holding "gemma3" (vLLM's
+     * '"gemma3" not in hf_config.model_type'), whatever gpumem's architecture */
+    m.rope_scaling = GM_ROPE_LINEAR;
+    for (int i = 0; i < 3; i++) {
+        snprintf(m.model_type, sizeof m.model_type, "%s",
+                 i == 0   ? "gemma3"
+                 : i == 1 ? "gemma3_text"
+                          : "gemma3n");
+        assert_int_equal(est_vllm_max_len(&m), 16384);
+    }
+    snprintf(m.model_type, sizeof m.model_type, "gemma2");
+    assert_int_equal(est_vllm_max_len(&m), 65536);
+    m.model_type[0] = '\0';
     m.rope_scaling = GM_ROPE_YARN; /* DeepSeek-V3: 4096 x 40 */
     m.rope_factor = 40.0;
     m.rope_original_positions = 4096;
@@ -107,6 +116,53 @@ static void test_vllm_max_len_from_rope_scaling(void **state)
     m.rope_original_positions = 0; /* yarn without it: max_position_embeddings x factor */
     m.max_positions = 4096;
     assert_int_equal(est_vllm_max_len(&m), 163840);
+
+    /* the derived length is said, with where it came from (findings 6 and 7 of the kv review):
+     * an assumption line, serving.max_model_len_from, and the same limit for --max-context as
+     * for --max-model-len */
+    job_make("deepseek-ai/deepseek-coder-6.7b-instruct", "--infer --engine vllm --gpu A100-80GB",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.max_model_len, 65536);
+    assert_int_equal(est->serving.max_model_len_from, GM_MAX_LEN_ROPE);
+    assert_true(assumed(est, "max_model_len 65536 = max_position_embeddings 16384 x rope_scaling "
+                             "factor 4 (linear)"));
+    gm_estimate_free(est);
+    est = NULL;
+    assert_int_equal(est_engine_max_len(&j, j.model.model), 65536);
+    job_make("deepseek-ai/deepseek-coder-6.7b-instruct",
+             "--infer --engine vllm --gpu A100-80GB --max-model-len 8192", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.max_model_len_from, GM_MAX_LEN_GIVEN);
+    assert_false(assumed(est, "x rope_scaling factor"));
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("deepseek-ai/deepseek-coder-6.7b-instruct", "--infer --gpu A100-80GB", &j);
+    assert_int_equal(est_engine_max_len(&j, j.model.model), 16384); /* HF generate: positions */
+    job_make("deepseek-ai/deepseek-coder-6.7b-instruct",
+             "--infer --engine vllm --gpu H200 --new-tokens 0", &j);
+    {
+        struct gm_est_search res;
+        struct gm_error err;
+        assert_int_equal(gm_estimate_search(&j, GM_SEARCH_CONTEXT, &res, NULL, &err), GM_OK);
+        assert_int_equal(res.limit, 65536);
+    }
+    /* a yarn block without original_max_position_embeddings: vLLM reads that key outright,
+     * so gpumem says what it took in its place */
+    {
+        struct gm_model y;
+        job_make("deepseek-ai/deepseek-coder-6.7b-instruct", "--infer --engine vllm --gpu H100",
+                 &j);
+        y = *j.model.model;
+        y.rope_scaling = GM_ROPE_YARN;
+        y.rope_original_positions = 0;
+        j.model.model = &y;
+        run(&j, &est);
+        assert_int_equal(est->serving.max_model_len, 65536);
+        assert_true(assumed(est, "yarn rope scaling without original_max_position_embeddings"));
+        gm_estimate_free(est);
+        est = NULL;
+    }
 
     /* the catalog's deepseek-coder-6.7b (linear x4) at vLLM 0.5.0: max_model_len 65536, and the
      * profile run batches all 65536 tokens (no chunked prefill before 0.5.4) */
@@ -130,6 +186,52 @@ static void test_vllm_max_len_from_rope_scaling(void **state)
              &j);
     run(&j, &est);
     assert_int_equal(est->serving.max_model_len, 8192);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
+/* --quant-kernel under vLLM: auto, marlin (from compute capability 8.0, awq_marlin's
+ * get_min_capability) and, for AWQ, gemm (its plain kernel) are vLLM's; transformers' kernels
+ * (exllama, exllamav2, plain), gemm for GPTQ, any kernel for weights that are neither, and
+ * Marlin on a T4 are refused as usage errors, not accepted silently (finding 4 of the kv
+ * review). */
+static void test_vllm_quant_kernel_choices(void **state)
+{
+    static const struct {
+        const char *args;
+        bool ok;
+        const char *says;
+    } cases[] = {
+        {"--quant awq --quant-kernel auto --gpu L4", true, NULL},
+        {"--quant awq --quant-kernel marlin --gpu L4", true, NULL},
+        {"--quant awq --quant-kernel gemm --gpu L4", true, NULL},
+        {"--quant gptq --quant-kernel marlin --gpu L4", true, NULL},
+        {"--quant awq --quant-kernel exllama --gpu L4", false, "a kernel of HF generate()"},
+        {"--quant awq --quant-kernel exllamav2 --gpu L4", false, "a kernel of HF generate()"},
+        {"--quant gptq --quant-kernel plain --gpu L4", false, "a kernel of HF generate()"},
+        {"--quant gptq --quant-kernel gemm --gpu L4", false, "plain kernel of AWQ weights"},
+        {"--quant-kernel marlin --gpu L4", false, "not (unquantised)"},
+        {"--quant awq --quant-kernel marlin --gpu T4", false, "compute capability 8.0"},
+    };
+    struct gm_job j;
+    struct gm_error err;
+    char args[256];
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "--infer --engine vllm --max-model-len 4096 %s", cases[i].args);
+        job_make("qwen2.5-7b", args, &j);
+        if (cases[i].ok) {
+            run(&j, &est);
+        } else {
+            assert_int_equal(gm_estimate_run(&j, &est, &err), GM_ERR_INVALID);
+            assert_non_null(strstr(err.msg, cases[i].says));
+        }
+        gm_estimate_free(est);
+        est = NULL;
+    }
+    /* HF generate() keeps transformers' kernels */
+    job_make("qwen2.5-7b", "--infer --quant gptq --quant-kernel exllamav2 --gpu L4", &j);
+    run(&j, &est);
     gm_estimate_free(est);
     est = NULL;
 }
@@ -1352,6 +1454,23 @@ static void test_vllm_graph_capture_by_version(void **state)
     assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 0);
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.6.5 --gpu A100-80GB", &j);
     assert_int_equal(est_vllm_full_graphs(&j, 2048, 256), 35);
+    /* an MLA model below compute capability 9.0 runs TRITON_MLA, whose AttentionCGSupport was
+     * NEVER: _check_and_update_cudagraph_mode sets PIECEWISE, no full graphs (a 0.16 log on an
+     * A100: "not supported with TritonMLABackend; setting cudagraph_mode=PIECEWISE"); on an
+     * H100 FlashMLA captures them, and the current release's TRITON_MLA does too (PR #42885) */
+    job_make("deepseek-v2-lite", "--infer --engine vllm --vllm-version 0.16.0 --gpu A100-80GB", &j);
+    assert_true(est_vllm_mla_piecewise_only(&j));
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 0);
+    run(&j, &est);
+    assert_true(assumed(est, "TRITON_MLA below compute capability 9.0 supports no full"));
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("deepseek-v2-lite", "--infer --engine vllm --vllm-version 0.16.0 --gpu H100", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 19);
+    job_make("deepseek-v2-lite", "--infer --engine vllm --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 19);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.16.0 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_full_graphs(&j, 2048, 128), 19); /* not MLA: FlashAttention */
     /* 0.11, max_num_seqs 128, Qwen2.5-7B: 35 sizes x 29 pieces at 235 KiB, 19 full graphs of
      * 29 layer-pieces at 173 KiB, and the pool of 256 tokens through one layer */
     job_make("qwen2.5-7b",
@@ -1404,6 +1523,7 @@ int main(void)
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
         cmocka_unit_test(test_vllm_max_len_from_rope_scaling),
         cmocka_unit_test(test_vllm_awq_plain_kernel),
+        cmocka_unit_test(test_vllm_quant_kernel_choices),
         cmocka_unit_test(test_vllm_profile_forward_peak),
         cmocka_unit_test(test_vllm_v0_workers_without_sampler),
         cmocka_unit_test(test_vllm_non_torch_by_version),

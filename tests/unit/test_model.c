@@ -673,6 +673,59 @@ static void test_rope_scaling(void **state)
     assert_int_equal(parse(json, &m, &err), GM_ERR_FORMAT);
 }
 
+/* transformers v5's rope_parameters (vllm/config/model.py @ 0052a5b: "rope_parameters could be
+ * TypedDict or dict[str, TypedDict]"): the flat block as rope_scaling, and one block per layer
+ * type, where the block that scales the positions is taken (not llama3's, not "default"). */
+static void test_rope_parameters(void **state)
+{
+    static const char *const head = "{\"model_type\": \"llama\", \"hidden_size\": 64, "
+                                    "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, "
+                                    "\"vocab_size\": 10, \"intermediate_size\": 8, "
+                                    "\"max_position_embeddings\": 16384, ";
+    static const struct {
+        const char *block;
+        enum gm_rope_scaling kind;
+        double factor;
+        uint64_t original;
+    } cases[] = {
+        {"\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}}",
+         GM_ROPE_NONE, 0, 0},
+        {"\"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 4.0, "
+         "\"rope_theta\": 100000}}",
+         GM_ROPE_LINEAR, 4.0, 0},
+        {"\"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+         "\"original_max_position_embeddings\": 32768}}",
+         GM_ROPE_YARN, 4.0, 32768},
+        /* per layer type: the sliding layers' default, the full layers' linear x8 */
+        {"\"rope_parameters\": {\"sliding_attention\": {\"rope_type\": \"default\"}, "
+         "\"full_attention\": {\"rope_type\": \"linear\", \"factor\": 8.0}}}",
+         GM_ROPE_LINEAR, 8.0, 0},
+        {"\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\"}}}", GM_ROPE_NONE,
+         0, 0},
+        /* rope_scaling wins where both are given */
+        {"\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2}, \"rope_parameters\": "
+         "{\"rope_type\": \"linear\", \"factor\": 4}}",
+         GM_ROPE_DYNAMIC, 2.0, 0},
+    };
+    struct gm_model m;
+    struct gm_error err;
+    char json[768];
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(json, sizeof json, "%s%s", head, cases[i].block);
+        assert_int_equal(parse(json, &m, &err), GM_OK);
+        assert_int_equal(m.rope_scaling, cases[i].kind);
+        assert_true(m.rope_factor == cases[i].factor);
+        assert_int_equal(m.rope_original_positions, cases[i].original);
+    }
+    /* a bad factor in a nested block names the key */
+    snprintf(json, sizeof json, "%s%s", head,
+             "\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"linear\", "
+             "\"factor\": \"8\"}}}");
+    assert_int_equal(parse(json, &m, &err), GM_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "rope_parameters.factor"));
+}
+
 static void test_bad_configs(void **state)
 {
     struct gm_model m;
@@ -896,6 +949,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_moe_layouts_from_module_shapes),
     cmocka_unit_test(test_vision_language_configs),
     cmocka_unit_test(test_rope_scaling),
+    cmocka_unit_test(test_rope_parameters),
 };
 
 /* the real config.json files */

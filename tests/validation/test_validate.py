@@ -3,8 +3,8 @@
 """test_validate.py GPUMEM - validate.py --check fails on what it must not let pass: a row
 skipped for a reason EXPECTED_SKIPS does not declare (a feature gpumem has gained, or a new
 gap), a declared skip that no longer happens, a row gpumem refuses, an unknown counter, a
-llama.cpp buffer more than 64 MiB off; and
-passes on a small table of good rows.  --gaps pairs the allocated and device rows of one run; --beyond-replay measures a
+llama.cpp buffer more than 64 MiB off, a "# fit:" line naming no row; and
+passes on a small table of good rows, and on one whose bad row is a fit row (judged apart).  --gaps pairs the allocated and device rows of one run; --beyond-replay measures a
 device row against the replay's own figure in fp32 copies of the logits; --stream-floor holds a
 reserved row against the sum of the replay's per-stream live peaks.
 Works in a temporary folder."""
@@ -26,13 +26,14 @@ GOOD = ("r1,o/r,p,c,row 1,allocated,17000000000,value,,"
         "llama-2-7b --train --batch 1 --seq 512 --lora --gpu A100-80GB\n")
 
 
-def run(files, skips=None, mode="--check"):
+def run(files, skips=None, mode="--check", comment=""):
     """validate.py 'mode' (--check, --gaps, --beyond-replay, --stream-floor, --by-setup) over a folder holding 'files'
-    (name -> rows after the header), with EXPECTED_SKIPS replaced by 'skips' when given."""
+    (name -> rows after the header, each table's comment lines followed by 'comment'), with
+    EXPECTED_SKIPS replaced by 'skips' when given."""
     with tempfile.TemporaryDirectory() as d:
         for name, rows in files.items():
             with open(os.path.join(d, name), "w") as f:
-                f.write("# a test table\n" + HEADER + rows)
+                f.write("# a test table\n" + comment + HEADER + rows)
         if skips is None:
             cmd = [sys.executable, VALIDATE, mode, GPUMEM, d]
         else:
@@ -211,6 +212,25 @@ class Check(unittest.TestCase):
         self.assertEqual(len(lines), len(cases), out)
         for line in lines:
             self.assertIn("= +1.00 fp32 logits copies", line)
+
+    def test_fit_rows_judge_nothing(self):
+        # a good row and one measured at half of gpumem's figure (+100%): the median of the
+        # two is far above 10%, so --check fails; named on a "# fit:" line, the second row is
+        # the row a constant was set from: summarised apart, the judged median is the good
+        # row's and --check passes; a fit line naming no row of the table fails
+        args = GOOD.split(",value,,")[1].strip()
+        out = subprocess.run([GPUMEM, "estimate"] + args.split() + ["--json"],
+                             capture_output=True, text=True, check=True).stdout
+        pred = json.loads(out)["peak"]["allocated_bytes"]
+        rows = GOOD + "r2,o/r,p,c,row 2,allocated,%d,value,,%s\n" % (pred // 2, args)
+        rc, out = run({"t.csv": rows})
+        self.assertEqual(rc, 1, out)
+        rc, out = run({"t.csv": rows}, comment="# fit: r2 -- a constant set from it\n")
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r"t +allocated +1 +[0-9.]+% .*\(judged: 1 fit row left out\)")
+        rc, out = run({"t.csv": rows}, comment="# fit: r9 -- no such row\n")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("fit row 'r9' is no row of the table", out)
 
     def test_refused_row_and_unknown_counter_fail(self):
         rc, out = run({"t.csv": GOOD.replace("--lora", "--lora --lora-rank 0")})

@@ -22,8 +22,11 @@ For every row it runs `GPUMEM estimate ARGS --json` (once per distinct ARGS, on 
 process may use) and prints per source and counter the number of rows, the median |error|, the
 share within 10% and the 90th percentile of |error| (for an engine's byte counters also the
 median |difference| in MiB and the share within 64 MiB); for does_not_fit rows the verdicts (does not fit, borderline, fits).
-With --check it exits 1 when the median |error| over the peak rows (allocated, reserved,
-device) or over the engine rows is above 10%, when a llama.cpp buffer (weights, KV cache,
+A table's "# fit: ID ... -- what" comment lines name its fit rows, the rows a constant of gpumem
+was set from: a counter holding any is summarised again over its judged rows alone, and --rows
+marks them.
+With --check it exits 1 when the median |error| over the judged peak rows (allocated, reserved,
+device) or over the judged engine rows is above 10%, when a fit row names no row of its table, when a llama.cpp buffer (weights, KV cache,
 compute buffer) is more than 64 MiB off, when
 gpumem fails on a row, when a row has a counter or an expectation it does not know, or when
 the rows it skips are not exactly EXPECTED_SKIPS (a row whose feature gpumem has gained must
@@ -108,6 +111,17 @@ def load(path):
     with open(path, newline="") as f:
         lines = [l for l in f if not l.startswith("#")]
     return list(csv.DictReader(lines))
+
+
+def fit_rows(path):
+    """The ids a table's "# fit: ID ... -- what was set from them" comment lines name: the rows a
+    constant of gpumem was set from, which judge nothing."""
+    ids = set()
+    with open(path, newline="") as f:
+        for line in f:
+            if line.startswith("# fit:"):
+                ids.update(line[len("# fit:"):].split("--", 1)[0].split())
+    return ids
 
 
 def estimate(gpumem, args):
@@ -368,6 +382,7 @@ def main(argv):
     gpumem, data = pos
     files = sorted(f for f in os.listdir(data) if f.endswith(".csv"))
     tables = {name: load(os.path.join(data, name)) for name in files}
+    fits = {name: fit_rows(os.path.join(data, name)) for name in files}
     sample = [a for a in argv if a.startswith("--sample=")]
     if sample:
         return run_sample(gpumem, tables, int(sample[0].split("=", 1)[1]))
@@ -377,12 +392,18 @@ def main(argv):
     by_counter = {}
     all_errs = []
     engine_errs = []
+    judged_all = []
+    judged_engine = []
     by_diff = {}
     print("%-26s %-17s %5s  %-32s" % ("source", "counter", "rows", "median |error|"))
     for name in files:
         source = name[:-4]
         errs = {}
+        judged = {}
         diffs = {}
+        ids = {row["id"] for row in tables[name]}
+        for fid in sorted(fits[name] - ids):
+            failures.append("%s: fit row '%s' is no row of the table" % (source, fid))
         verdicts = {"does_not_fit": 0, "borderline": 0, "fits": 0}
         skipped = {}
         runs = {}
@@ -421,6 +442,10 @@ def main(argv):
                 failures.append("%s: llama.cpp %s %+.2f MiB off (the goal: within 64 MiB)" %
                                 (row["id"], row["counter"], (pred - measured) / MIB))
             errs.setdefault(row["counter"], []).append(e)
+            fit = row["id"] in fits[name]
+            if not fit:
+                judged.setdefault(row["counter"], []).append(e)
+                (judged_engine if row["counter"] in ENGINE_COUNTERS else judged_all).append(e)
             if ENGINE_COUNTERS.get(row["counter"]):
                 diffs.setdefault(row["counter"], []).append(pred - measured)
                 by_diff.setdefault(row["counter"], []).append(pred - measured)
@@ -439,11 +464,17 @@ def main(argv):
             (engine_errs if row["counter"] in ENGINE_COUNTERS else all_errs).append(e)
             if rows_out:
                 fmt = "%15.2f" if ratio else "%15d"
-                print(("  %-28s %-17s measured " + fmt + " predicted " + fmt + " %+6.1f%%") %
-                      (row["id"], row["counter"], measured, pred, 100 * e))
+                print(("  %-28s %-17s measured " + fmt + " predicted " + fmt + " %+6.1f%%%s") %
+                      (row["id"], row["counter"], measured, pred, 100 * e,
+                       "  (fit row)" if fit else ""))
         for counter in sorted(errs):
             print("%-26s %-17s %5d  %s" % (source, counter, len(errs[counter]),
                                             summary(errs[counter], diffs.get(counter))))
+            n_fit = len(errs[counter]) - len(judged.get(counter, []))
+            if n_fit and judged.get(counter):
+                print("%-26s %-17s %5d  %s  (judged: %d fit row%s left out)" %
+                      (source, counter, len(judged[counter]), summary(judged[counter]), n_fit,
+                       "" if n_fit == 1 else "s"))
         n_verdict = sum(verdicts.values())
         if n_verdict:
             print("%-26s %-17s %5d  out-of-memory runs: %d does not fit, %d borderline, %d fits" %
@@ -482,7 +513,8 @@ def main(argv):
         if not all_errs:
             print("no measured rows")
             return 1
-        for what, errs in (("peak", all_errs), ("engine", engine_errs)):
+        # the rows a constant was set from judge nothing: the medians are the judged rows'
+        for what, errs in (("peak", judged_all), ("engine", judged_engine)):
             med = statistics.median(abs(e) for e in errs) if errs else 0.0
             if med > LIMIT:
                 print("FAIL: median |error| of the %s rows %s is above 10%%" %
