@@ -315,18 +315,24 @@ void snap_ev_writer_append_n(struct ev_writer *w, const struct gm_snapshot_event
     {
         struct ev_state st = w->st;
         uint8_t *p = w->pk.bytes + w->pk.n_bytes;
-        size_t k = w->pk.n_events;
-        for (size_t i = 0; i < n; i++, k++) {
-            /* the loader makes no action past GM_ACTION_OTHER; one clamp serves the count
-             * and the 4 bits of the header (GM_ACTION_COUNT <= ESCAPE) */
-            unsigned a = ev[i].action < GM_ACTION_COUNT ? ev[i].action : GM_ACTION_OTHER;
-            if ((k & (GM_SNAPSHOT_CHECKPOINT - 1)) == 0) {
+        size_t k = w->pk.n_events, i = 0;
+        while (i < n) {
+            /* up to the next checkpoint's event: no test per event */
+            size_t left = GM_SNAPSHOT_CHECKPOINT - (k & (GM_SNAPSHOT_CHECKPOINT - 1));
+            size_t stop = n - i < left ? n : i + left;
+            if (left == GM_SNAPSHOT_CHECKPOINT) {
                 struct ev_checkpoint *cp = &w->pk.cps[w->pk.n_cps++];
                 cp->pos = (size_t)(p - w->pk.bytes);
                 cp->st = st;
             }
-            p = encode(p, &st, &ev[i], a);
-            w->n_actions[a]++;
+            k += stop - i;
+            for (; i < stop; i++) {
+                /* the loader makes no action past GM_ACTION_OTHER; one clamp serves the
+                 * count and the 4 bits of the header (GM_ACTION_COUNT <= ESCAPE) */
+                unsigned a = ev[i].action < GM_ACTION_COUNT ? ev[i].action : GM_ACTION_OTHER;
+                p = encode(p, &st, &ev[i], a);
+                w->n_actions[a]++;
+            }
         }
         w->st = st;
         w->pk.n_bytes = (size_t)(p - w->pk.bytes);
