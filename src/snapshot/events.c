@@ -49,7 +49,6 @@ static inline uint64_t zigzag(uint64_t d)
     return (d << 1) ^ (0 - (d >> 63));
 }
 
-
 /* The reader loads 8 bytes at a time, the writer stores 8: the writer keeps SLACK bytes
  * after the last event. */
 #define SLACK 16
