@@ -1016,10 +1016,11 @@ static void test_long_batch(void **state)
     }
 }
 
-/* The packed trace keeps every number whole: values and differences of every varint length
- * (1 to 10 bytes, each length's smallest and largest), negative differences, times before
- * the epoch, the largest stack and extra ids, read back by a cursor from the start and from
- * every event. */
+/* The packed trace keeps every number whole: values and differences of every length (each
+ * length's smallest and largest, at the 7-bit and the 8-bit group boundaries alike),
+ * negative differences, times before the epoch, the largest stack and extra ids, events
+ * that change no field or one only, read back by a cursor from the start and from every
+ * event. */
 static void test_packed_numbers(void **state)
 {
     enum { N = 600 };
@@ -1035,7 +1036,9 @@ static void test_packed_numbers(void **state)
     for (size_t i = 0; i < N; i++) {
         unsigned bits = (unsigned)(i % 65);
         /* each length's edges: 2^(7k) - 1 and 2^(7k); then any number of that many bits */
-        uint64_t edge = bits % 7 == 0 && bits ? (UINT64_C(1) << bits) - (i & 1) : 0;
+        uint64_t edge = bits && bits < 64 && (bits % 7 == 0 || bits % 8 == 0)
+                            ? (UINT64_C(1) << bits) - (i & 1)
+                            : 0;
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
@@ -1047,6 +1050,13 @@ static void test_packed_numbers(void **state)
         ev[i].action = (uint8_t)(i % GM_ACTION_COUNT);
         ev[i].flags =
             (uint8_t)(i % 7 == 0 ? GM_EVENT_HAS_ADDR : GM_EVENT_HAS_TIME | GM_EVENT_HAS_ADDR);
+        if (i % 10 == 9) { /* the event before again, another action: no field follows */
+            uint8_t a = ev[i].action;
+            ev[i] = ev[i - 1];
+            ev[i].action = a;
+        } else if (i % 10 == 8) { /* the extra alone changes of the stack and the extra */
+            ev[i].stack = ev[i - 1].stack;
+        }
         if (!(ev[i].flags & GM_EVENT_HAS_TIME))
             ev[i].time_us = 0;
         assert_true(snap_ev_writer_append(&w, &ev[i]));
