@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_analysis.c - the snapshot analysis (categories, phases, iterations, leaks,
  * fragmentation, diff and the analysis for it, peaks, the trace written as text and NDJSON) on
- * whatever snapshot arbitrary bytes load into.  The corpus in corpus/analysis/ is written by tests/analysis/make_corpus.py, its fmt2026_*
- * files by tests/reference/make_2026_format.py. */
+ * whatever snapshot arbitrary bytes load into.  The corpus in corpus/analysis/ is written by
+ * tests/analysis/make_corpus.py, its fmt2026_* files by tests/reference/make_2026_format.py. */
 #include "gpumem/gpumem.h"
 
 #include <stdint.h>
