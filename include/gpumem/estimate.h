@@ -334,6 +334,9 @@ struct gm_job_parallel {
     uint64_t pp;                     /* pipeline ranks (training), 1 */
     enum gm_pp_schedule pp_schedule; /* training with pp > 1: the schedule, GM_PP_1F1B */
     uint64_t pp_stages_per_rank;     /* GM_PP_INTERLEAVED_1F1B: stages per rank, 2 */
+    uint64_t pp_microbatches;        /* training with pp > 1: micro-batches per step through
+                                        the pipeline; 0 = workload.grad_accum when above 1,
+                                        else pp (torchtitan's default) */
     uint64_t cp;                     /* context-parallel degree (training: each rank holds seq / cp
                                         tokens, ring attention), 1 */
     bool sequence_parallel;          /* Megatron sequence parallelism (with tp > 1) */

@@ -264,6 +264,16 @@ double est_layer_backward_per_token(const struct gm_model *m, const struct est_l
 unsigned est_gradient_phases(const struct gm_job *job);
 /* Tokens in one micro-batch: --tokens-per-batch, else batch x seq. */
 double est_tokens(const struct gm_job *job);
+/* Bytes of one activation element: 4 under fp32 training, else 2 (the 16-bit compute dtype). */
+double est_act_elem_bytes(const struct gm_job *job);
+/* Whether tensor parallelism runs torch's TP plan (DTensor parallelize_module, as torchtitan's
+ * apply_tp): every TP job (tp > 1) but Megatron's.  Its scope: loss_parallel's vocabulary-
+ * sharded loss, the lm_head's gathered input under sequence parallelism, AsyncTP. */
+bool est_torch_tp_plan(const struct gm_job *job);
+/* Whether a trained lm_head saves its input (the final norm's output) for its weight's
+ * gradient: not with adapters (a frozen head) nor with a fused linear loss (the kernel
+ * recomputes the projection from the hidden states it keeps itself). */
+bool est_head_saves_input(const struct gm_job *job);
 /* Whether the job trains with eager attention scores kept (selective checkpointing
  * recomputes them, so it keeps what SDPA keeps). */
 bool est_eager_scores(const struct gm_job *job);
@@ -535,9 +545,10 @@ double est_fragmentation(const struct gm_job *job);
 const struct gm_job_setting *est_setting(enum est_setting id);
 /* Whether gm_job_set() (or est_job_put()) was given setting 'id'. */
 bool est_given(const struct gm_job *job, enum est_setting id);
-/* Pipeline schedules (stage_pipeline.c).  The micro-batches of one step under --pp:
- * --grad-accum when given, else the pipeline's degree (torchtitan's default
- * pipeline_parallel_microbatches). */
+/* Pipeline schedules (stage_pipeline.c).  The micro-batches of one step under --pp, decided
+ * here from the values alone (whoever set them): parallel.pp_microbatches when set, else
+ * workload.grad_accum when above 1, else the pipeline's degree (torchtitan's default
+ * pipeline_parallel_microbatches, pipelining_utils.py at 9dec370). */
 uint64_t est_pp_microbatches(const struct gm_job *j);
 /* AsyncTP's SymmetricMemory workspace on one GPU (stage_runtime.c), 0 without --async-tp. */
 uint64_t est_symm_mem_bytes(const struct gm_job *j, const struct gm_model *m);
@@ -578,6 +589,11 @@ void est_stack_assume(struct est_ctx *cx);
 /* The same, as the JSON array "stack_preset" of the inputs. */
 struct gm_json;
 void est_stack_json(struct gm_json *w, const struct gm_job *job);
+/* The --stack name of the job ("hf" without a preset); static storage. */
+const char *est_stack_name(const struct gm_job *job);
+/* Whether the job's stack can run torch's AsyncTP (stacks.c's table): torchtitan, or a
+ * custom torch loop (no --stack). */
+bool est_stack_async_tp(const struct gm_job *job);
 
 /* The job with its derived defaults filled in (gpus = tp x pp, ZeRO-3 for --method
  * deepspeed, nodes). */

@@ -328,14 +328,16 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
         gm_json_end_object(w);
         gm_json_end_object(w);
     }
+    /* every kind outside the allocator, "<kind>_bytes", in the kinds' order */
     gm_json_key(w, "overheads");
     gm_json_begin_object(w);
-    gm_json_kv_u64(w, "cuda_context_bytes", gm_estimate_kind_bytes(e, GM_KIND_CUDA_CONTEXT));
-    gm_json_kv_u64(w, "workspace_bytes", gm_estimate_kind_bytes(e, GM_KIND_WORKSPACE));
-    gm_json_kv_u64(w, "nccl_bytes", gm_estimate_kind_bytes(e, GM_KIND_NCCL));
-    gm_json_kv_u64(w, "non_torch_bytes", gm_estimate_kind_bytes(e, GM_KIND_NON_TORCH));
-    gm_json_kv_u64(w, "reserve_bytes", gm_estimate_kind_bytes(e, GM_KIND_RESERVE));
-    gm_json_kv_u64(w, "managed_bytes", gm_estimate_kind_bytes(e, GM_KIND_MANAGED));
+    for (unsigned k = 0; k < GM_KIND__COUNT; k++) {
+        char key[64];
+        if (!gm_est_kind_outside_allocator((enum gm_est_kind)k))
+            continue;
+        snprintf(key, sizeof key, "%s_bytes", gm_est_kind_name((enum gm_est_kind)k));
+        gm_json_kv_u64(w, key, gm_estimate_kind_bytes(e, (enum gm_est_kind)k));
+    }
     gm_json_end_object(w);
 }
 
@@ -461,6 +463,8 @@ static void json_layout(struct gm_json *w, const struct gm_estimate_report *r)
     gm_json_kv_bool(w, "async_tp", j->parallel.async_tp);
     if (j->parallel.pp > 1 && j->mode == GM_EST_TRAIN)
         gm_json_kv_str(w, "pp_schedule", gm_pp_schedule_name(j->parallel.pp_schedule));
+    if (j->parallel.pp > 1 && j->mode == GM_EST_TRAIN)
+        gm_json_kv_u64(w, "pp_microbatches", est_pp_microbatches(j));
     if (j->parallel.pp > 1 && j->parallel.pp_schedule == GM_PP_INTERLEAVED_1F1B)
         gm_json_kv_u64(w, "pp_stages_per_rank", j->parallel.pp_stages_per_rank);
     gm_json_kv_bool(w, "offload_optimizer", j->parallel.offload_optimizer);

@@ -690,16 +690,18 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_PP_SCHEDULE] =
         CHOICE("pp-schedule", pp_schedule_choices, NULL,
                "--pp training: 1f1b (torch Schedule1F1B, one stage per rank; default) or "
-               "interleaved-1f1b (ScheduleInterleaved1F1B, looped stages; --grad-accum: "
-               "micro-batches, default --pp)",
+               "interleaved-1f1b (ScheduleInterleaved1F1B, looped stages; micro-batches: "
+               "--grad-accum when above 1, else --pp)",
                TRAIN, parallel.pp_schedule),
     [EST_SET_PP_STAGES_PER_RANK] =
         NUM("pp-stages-per-rank", GM_JOB_U64, "V",
             "--pp-schedule interleaved-1f1b: stages per rank (default 2, torchtitan's)", TRAIN,
             GM_ENGINE_NONE, parallel.pp_stages_per_rank, 2, 64, 0),
     [EST_SET_SEQUENCE_PARALLEL] =
-        FLAG("sequence-parallel", "Megatron sequence parallelism (with --tp)", TRAIN,
-             GM_ENGINE_NONE, parallel.sequence_parallel),
+        FLAG("sequence-parallel",
+             "sequence parallelism (with --tp): Megatron's, or torch's TP plan (SequenceParallel "
+             "norms; the lm_head gathers its input over the sequence)",
+             TRAIN, GM_ENGINE_NONE, parallel.sequence_parallel),
     [EST_SET_ASYNC_TP] =
         FLAG("async-tp",
              "async tensor parallelism (torchtitan enable_async_tensor_parallel: fused "
@@ -1538,6 +1540,7 @@ static enum gm_status check_limits(const struct gm_job *j, struct gm_error *err)
         (unsigned)j->engine.kind >= GM_ENGINE__COUNT ||
         (unsigned)j->memory.loss >= GM_LOSS__COUNT ||
         (unsigned)j->stack.framework >= GM_FRAMEWORK__COUNT ||
+        (unsigned)j->parallel.pp_schedule >= GM_PP__COUNT ||
         (j->memory.fused_kernels & ~(unsigned)(GM_FUSED_ALL | GM_FUSED_LORA)) ||
         (j->parallel.fsdp_version != 1 && j->parallel.fsdp_version != 2))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "estimate: enum input out of range");
@@ -1673,13 +1676,33 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
     if (est_given(j, EST_SET_PP_STAGES_PER_RANK) && p->pp_schedule != GM_PP_INTERLEAVED_1F1B)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--pp-stages-per-rank needs --pp-schedule interleaved-1f1b");
+    /* DeepSpeed's pipeline engine (--pp with --zero 1) runs its own TrainSchedule, which has
+     * no interleaved form; the schedule modelled is torch.distributed.pipelining's */
+    if (p->pp > 1 && p->pp_schedule == GM_PP_INTERLEAVED_1F1B && p->shard != GM_SHARD_NONE &&
+        p->shard != GM_SHARD_FSDP)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--pp-schedule interleaved-1f1b is torch.distributed.pipelining's "
+                       "schedule: with --zero, --pp is DeepSpeed's pipeline engine, whose "
+                       "TrainSchedule has no interleaved form");
+    /* Megatron's virtual pipeline (--num-layers-per-virtual-pipeline-stage) has its own
+     * warmup count, not read here */
+    if (p->pp > 1 && p->pp_schedule == GM_PP_INTERLEAVED_1F1B &&
+        j->stack.framework == GM_FRAMEWORK_MEGATRON)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--pp-schedule interleaved-1f1b is torch's ScheduleInterleaved1F1B: "
+                       "Megatron's virtual pipeline stages are not modelled (--stack megatron)");
+    if (p->pp_microbatches > EST_MAX_BATCH)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "estimate: pp_microbatches %llu out of range (at most %llu)",
+                       (unsigned long long)p->pp_microbatches, (unsigned long long)EST_MAX_BATCH);
     if (p->pp > 1 && p->pp_schedule == GM_PP_INTERLEAVED_1F1B) {
         uint64_t n_mb = est_pp_microbatches(j);
         uint64_t rounds = n_mb / p->pp ? n_mb / p->pp : 1;
         if (n_mb % rounds != 0)
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "--pp-schedule interleaved-1f1b runs the micro-batches in rounds of "
-                           "--pp: --grad-accum %llu is not a multiple of its %llu rounds",
+                           "--pp: %llu micro-batches (--grad-accum) are not a multiple of its "
+                           "%llu rounds",
                            (unsigned long long)n_mb, (unsigned long long)rounds);
     }
     /* torchtitan's apply_tp raises "Async TP requires --training.compile" (Inductor's
@@ -1689,6 +1712,12 @@ static enum gm_status check_parallel(const struct gm_job *j, struct gm_error *er
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--async-tp needs --tp >= 2, --sequence-parallel and --compile (Inductor "
                        "fuses the sequence-parallel collectives with the matmuls)");
+    /* torch's AsyncTP rides on torch's TP plan and a stack that turns it on (stacks.c) */
+    if (p->async_tp && (!est_torch_tp_plan(j) || !est_stack_async_tp(j)))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--async-tp is torch's AsyncTP (torchtitan's enable_async_tensor_parallel, "
+                       "or a custom torch loop): --stack %s has none",
+                       est_stack_name(j));
     if (p->sequence_parallel && p->tp < 2)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--sequence-parallel needs --tp >= 2");
     if (p->offload_params && stage != 3)

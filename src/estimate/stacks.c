@@ -24,21 +24,28 @@ struct stack_row {
     const char *source;   /* where the stack's code says so */
 };
 
+/* async_tp: whether the stack can run torch's AsyncTP (Inductor's micro-pipeline TP fusing
+ * sequence parallelism's collectives with the matmuls over a SymmetricMemory workspace):
+ * torchtitan's apply_tp turns it on (enable_async_tensor_parallel, parallelize_llama.py at
+ * 9dec370), and a custom torch loop (no --stack) can do the same.  Megatron overlaps its TP
+ * communication through TransformerEngine's userbuffers instead, another buffer; the other
+ * stacks have no such switch. */
 static const struct {
     const char *name;
     enum gm_framework family;
     const char *version_default; /* the version assumed without @V, for a row valued NULL */
+    bool async_tp;
 } stacks[GM_STACK__COUNT] = {
-    [GM_STACK_NONE] = {NULL, GM_FRAMEWORK_HF, NULL},
-    [GM_STACK_HF] = {"hf", GM_FRAMEWORK_HF, NULL},
-    [GM_STACK_HF_TRAINER] = {"hf-trainer", GM_FRAMEWORK_HF, "4.57"},
-    [GM_STACK_ACCELERATE] = {"accelerate", GM_FRAMEWORK_HF, NULL},
-    [GM_STACK_AXOLOTL] = {"axolotl", GM_FRAMEWORK_HF, NULL},
-    [GM_STACK_UNSLOTH] = {"unsloth", GM_FRAMEWORK_HF, NULL},
-    [GM_STACK_TORCHTUNE] = {"torchtune", GM_FRAMEWORK_TORCHTUNE, NULL},
-    [GM_STACK_TORCHTITAN] = {"torchtitan", GM_FRAMEWORK_TORCHTITAN, NULL},
-    [GM_STACK_LIGHTNING] = {"lightning", GM_FRAMEWORK_LIGHTNING, NULL},
-    [GM_STACK_MEGATRON] = {"megatron", GM_FRAMEWORK_MEGATRON, NULL},
+    [GM_STACK_NONE] = {NULL, GM_FRAMEWORK_HF, NULL, true},
+    [GM_STACK_HF] = {"hf", GM_FRAMEWORK_HF, NULL, false},
+    [GM_STACK_HF_TRAINER] = {"hf-trainer", GM_FRAMEWORK_HF, "4.57", false},
+    [GM_STACK_ACCELERATE] = {"accelerate", GM_FRAMEWORK_HF, NULL, false},
+    [GM_STACK_AXOLOTL] = {"axolotl", GM_FRAMEWORK_HF, NULL, false},
+    [GM_STACK_UNSLOTH] = {"unsloth", GM_FRAMEWORK_HF, NULL, false},
+    [GM_STACK_TORCHTUNE] = {"torchtune", GM_FRAMEWORK_TORCHTUNE, NULL, false},
+    [GM_STACK_TORCHTITAN] = {"torchtitan", GM_FRAMEWORK_TORCHTITAN, NULL, true},
+    [GM_STACK_LIGHTNING] = {"lightning", GM_FRAMEWORK_LIGHTNING, NULL, false},
+    [GM_STACK_MEGATRON] = {"megatron", GM_FRAMEWORK_MEGATRON, NULL, false},
 };
 
 #define V     GM_VERSION
@@ -291,11 +298,22 @@ static void json_row(void *ctx, const struct stack_row *r)
     gm_json_end_object(w);
 }
 
+const char *est_stack_name(const struct gm_job *job)
+{
+    unsigned p = (unsigned)job->stack.preset;
+    return p < GM_STACK__COUNT && stacks[p].name ? stacks[p].name : "hf";
+}
+
+bool est_stack_async_tp(const struct gm_job *job)
+{
+    unsigned p = (unsigned)job->stack.preset;
+    return p < GM_STACK__COUNT && stacks[p].async_tp;
+}
+
 void est_stack_json(struct gm_json *w, const struct gm_job *job)
 {
     struct json_ctx c = {w, job};
-    gm_json_kv_str(w, "stack",
-                   stacks[job->stack.preset].name ? stacks[job->stack.preset].name : "hf");
+    gm_json_kv_str(w, "stack", est_stack_name(job));
     gm_json_key(w, "stack_preset");
     gm_json_begin_array(w);
     each_row_in_force(job, json_row, &c);

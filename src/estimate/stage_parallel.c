@@ -553,12 +553,10 @@ static enum gm_status add_head_input(struct est_ctx *cx, struct gm_error *err)
     const struct gm_job *j = cx->job;
     const struct gm_model *m = cx->m;
     uint64_t t = j->parallel.tp, whole;
-    double ea = j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0;
+    double ea = est_act_elem_bytes(j);
     char note[GM_EST_NOTE_MAX];
-    if (j->mode != GM_EST_TRAIN || t < 2 || !j->parallel.sequence_parallel || !m ||
-        !m->final_norm || m->head == GM_HEAD_ENCODER ||
-        j->stack.framework == GM_FRAMEWORK_MEGATRON || j->memory.adapter != GM_ADAPTER_NONE ||
-        j->memory.loss == GM_LOSS_FUSED_LINEAR)
+    if (j->mode != GM_EST_TRAIN || !est_torch_tp_plan(j) || !j->parallel.sequence_parallel || !m ||
+        !m->final_norm || m->head == GM_HEAD_ENCODER || !est_head_saves_input(j))
         return GM_OK;
     whole = est_round(cx->tokens * (double)m->hidden * ea);
     snprintf(note, sizeof note,

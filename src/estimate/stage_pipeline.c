@@ -22,8 +22,8 @@
  * before each backward (torch/distributed/pipelining/schedules.py,
  * ScheduleInterleaved1F1B._calculate_single_rank_operations and _get_1f1b_rank_ops):
  * W_r + 1 stage-forwards in flight at its peak, W_r when the warmup ran them all.  In
- * units of one micro-batch through all the rank's layers that is (W_r + 1) / v; the
- * first rank's figure is the largest of the middle ranks' for rank 1. */
+ * units of one micro-batch through all the rank's layers that is (W_r + 1) / v.  W_r falls
+ * with r, so the middle group takes rank 1's figure, the largest of the middle ranks'. */
 #include "estimate/estimate_int.h"
 
 #include "gpumem/arena.h"
@@ -77,7 +77,9 @@ static enum gm_status scale_stage(const struct gm_estimate *whole, const struct 
 
 uint64_t est_pp_microbatches(const struct gm_job *j)
 {
-    if (est_given(j, EST_SET_GRAD_ACCUM) && j->workload.grad_accum)
+    if (j->parallel.pp_microbatches)
+        return j->parallel.pp_microbatches;
+    if (j->workload.grad_accum > 1)
         return j->workload.grad_accum;
     return j->parallel.pp ? j->parallel.pp : 1;
 }

@@ -200,14 +200,16 @@ uint64_t est_nccl_bytes(struct est_ctx *cx)
  * an all-gather matmul asks for one rank's input shard, a matmul reduce-scatter for two
  * output chunks (_pipelined_produce_and_all2all's double buffer), each [tokens / tp, hidden]
  * in the activations' dtype under sequence parallelism, so the reduce-scatter's 2 x tokens /
- * tp x hidden sets it.  CUDASymmetricMemoryAllocator::alloc rounds the buffer to 16 B, adds
- * the signal pad (2048 B) and maps it with cuMemCreate at the allocation granularity (2
- * MiB): on the device, outside the caching allocator and its max_memory_reserved.  The
- * fused ops' own outputs (the gathered input, the stacked partial products) come from the
- * caching allocator at the sizes the unfused collectives' outputs have. */
+ * tp x hidden sets it.  CUDASymmetricMemoryAllocator::alloc
+ * (torch/csrc/distributed/c10d/CUDASymmetricMemory.cu at pytorch b4258b3) rounds the buffer
+ * to 16 B, adds the signal pad (signal_pad_size, 2048 B) and maps it with cuMemCreate at the
+ * allocation granularity (2 MiB): on the device, outside the caching allocator and its
+ * max_memory_reserved.  The fused ops' own outputs (the gathered input, the stacked partial
+ * products) come from the caching allocator at the sizes the unfused collectives' outputs
+ * have. */
 uint64_t est_symm_mem_bytes(const struct gm_job *j, const struct gm_model *m)
 {
-    double ea = j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0;
+    double ea = est_act_elem_bytes(j);
     uint64_t tp = j->parallel.tp ? j->parallel.tp : 1, buf;
     if (!j->parallel.async_tp || !m)
         return 0;
@@ -216,11 +218,28 @@ uint64_t est_symm_mem_bytes(const struct gm_job *j, const struct gm_model *m)
     return (buf + 2 * GM_MIB - 1) / (2 * GM_MIB) * (2 * GM_MIB);
 }
 
+/* AsyncTP's workspace on a line of its own: how it is sized, and that it is outside
+ * reserved. */
+static enum gm_status async_tp_workspace(struct est_ctx *cx, struct gm_error *err)
+{
+    const struct gm_job *j = cx->job;
+    uint64_t bytes = est_symm_mem_bytes(j, cx->m);
+    if (!bytes)
+        return GM_OK;
+    est_assume(cx->e,
+               "AsyncTP workspace %.0f MiB (--async-tp): 2 x tokens/tp x hidden x %.0f B + 2048 B "
+               "signal pad, in 2 MiB granules; mapped by the driver, outside max_memory_reserved",
+               (double)bytes / (double)GM_MIB, est_act_elem_bytes(j));
+    return est_add(cx->e, GM_KIND_SYMM_MEM, gm_est_kind_name(GM_KIND_SYMM_MEM), bytes, GM_PHASE_ALL,
+                   false, GM_EXTENT_ONE_LAYER, "--async-tp", err);
+}
+
 static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
     struct gm_estimate *e = cx->e;
     struct overhead o[5];
+    enum gm_status st;
     size_t n = 0;
     bool vllm = est_allocator(j) == EST_ALLOC_VLLM;
     bool llamacpp = est_allocator(j) == EST_ALLOC_GGML;
@@ -261,11 +280,10 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
         o[n++] = (struct overhead){GM_KIND_NCCL, est_nccl_bytes(cx), "NCCL communicator buffers",
                                    nccl_src};
     }
-    if (j->parallel.async_tp)
-        o[n++] = (struct overhead){GM_KIND_SYMM_MEM, est_symm_mem_bytes(j, cx->m),
-                                   "AsyncTP symmetric memory", "--async-tp"};
     reserved_rule(cx, e);
-    return add_overheads(e, o, n, j->mode == GM_EST_WEIGHTS, err);
+    if ((st = add_overheads(e, o, n, j->mode == GM_EST_WEIGHTS, err)) != GM_OK)
+        return st;
+    return async_tp_workspace(cx, err);
 }
 
 /* The fragmentation factor beside a replayed step ('f' at the run's bound): the floor of the

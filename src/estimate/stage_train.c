@@ -52,6 +52,21 @@ double est_tokens(const struct gm_job *j)
                               : (double)j->workload.batch * (double)j->workload.seq / cp;
 }
 
+double est_act_elem_bytes(const struct gm_job *j)
+{
+    return j->numerics.precision == GM_PREC_FP32 ? 4.0 : 2.0;
+}
+
+bool est_torch_tp_plan(const struct gm_job *j)
+{
+    return j->parallel.tp > 1 && j->stack.framework != GM_FRAMEWORK_MEGATRON;
+}
+
+bool est_head_saves_input(const struct gm_job *j)
+{
+    return j->memory.adapter == GM_ADAPTER_NONE && j->memory.loss != GM_LOSS_FUSED_LINEAR;
+}
+
 unsigned est_gradient_phases(const struct gm_job *j)
 {
     if (j->memory.optimizer_in_backward)
@@ -355,7 +370,7 @@ static enum gm_status train_blog(const struct gm_job *j, struct gm_estimate *e,
     const struct gm_job_numerics *nu = &j->numerics;
     bool full = j->memory.checkpointing == GM_CKPT_FULL;
     double N = (double)e->n_params;
-    double P = nu->precision == GM_PREC_FP32 ? 4.0 : 2.0;
+    double P = est_act_elem_bytes(j); /* the blog formula's one element size, weights too */
     double A = nu->activations_per_token > 0 ? nu->activations_per_token : 4.6894e-4 * N + 1.8494e6;
     double acts = A * (double)j->workload.batch * (double)j->workload.seq * P;
     uint64_t np = est_round(N * P);
@@ -688,7 +703,7 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                      "B*L*V x 14 B: logits, fp32 upcast, its shifted copy, fp32 log-softmax");
             out->what = "loss over all B*L positions, HF ForCausalLMLoss of transformers "
                         "4.46-4.48: fp32 upcast and a shifted copy of the logits";
-        } else if (j->parallel.tp > 1 && j->stack.framework != GM_FRAMEWORK_MEGATRON) {
+        } else if (est_torch_tp_plan(j)) {
             /* vocabulary-sharded logits under torch's loss_parallel (torchtitan's default
              * with TP; every TP job but Megatron's is taken to shard the vocabulary this way,
              * HF's TP plan gathering the whole vocabulary is not modelled): cross_entropy on the
@@ -1026,7 +1041,7 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     bool zeros = nu->zero_grad == GM_ZERO_GRAD_ZEROS;
     bool in_bwd = j->memory.optimizer_in_backward;
     double ew = prec == GM_PREC_BF16 ? 2.0 : 4.0;
-    double ea = prec == GM_PREC_FP32 ? 4.0 : 2.0;
+    double ea = est_act_elem_bytes(j);
     double er = est_residual_bytes(j, m);
     uint64_t n = e->n_params, seq = j->workload.seq;
     uint64_t largest = pc->largest_tensor ? pc->largest_tensor : n;
@@ -1144,11 +1159,9 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
      * it has run (torch/csrc/autograd/engine.cpp Engine::evaluate_function,
      * fn.release_variables() unless retain_graph, PyTorch v2.4.1), before any decoder
      * layer's backward. */
-    final_norm = m->final_norm ? norm_saved(m, &lc) + ((j->memory.adapter == GM_ADAPTER_NONE &&
-                                                        j->memory.loss != GM_LOSS_FUSED_LINEAR)
-                                                           ? ea * (double)m->hidden
-                                                           : 0.0)
-                               : 0.0;
+    final_norm = m->final_norm
+                     ? norm_saved(m, &lc) + (est_head_saves_input(j) ? ea * (double)m->hidden : 0.0)
+                     : 0.0;
     if (final_norm > 0) {
         st = est_add(e, GM_KIND_ACTIVATIONS, "final_norm", est_round(T * final_norm),
                      GM_EST_PHASE_LOSS, true, GM_EXTENT_HEAD,

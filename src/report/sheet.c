@@ -15,6 +15,7 @@
 
 #include "gpumem/account.h"
 #include "gpumem/arena.h"
+#include "gpumem/estimate.h"
 #include "gpumem/measure.h"
 #include "gpumem/sweep.h"
 #include "gpumem/units.h"
@@ -92,21 +93,24 @@ struct estimate {
     double max_concurrency; /* sequences of max_model_len the pool holds */
     bool starts_known;
     bool starts;
-    struct gm_reading overheads[5]; /* outside the allocator, as overhead_keys[] */
-    struct kv inputs[MAX_LIST];     /* settings chosen (members that are not null) */
+    struct gm_reading overheads[GM_KIND__COUNT]; /* by kind, those outside the allocator */
+    struct kv inputs[MAX_LIST];                  /* settings chosen (members that are not null) */
     size_t n_inputs;
     const char *assumptions[MAX_LIST];
     size_t n_assumptions;
 };
 
-/* The members of the estimate's "overheads", in struct estimate's order, with the words the
- * sheet uses for them. */
-static const char *const overhead_keys[5][2] = {
-    {"cuda_context_bytes", "CUDA context and modules"},
-    {"workspace_bytes", "library workspaces"},
-    {"nccl_bytes", "NCCL buffers"},
-    {"non_torch_bytes", "vLLM's non-torch memory"},
-    {"reserve_bytes", "a flat reserve"},
+/* The estimate's "overheads" hold "<kind>_bytes" for every kind outside the allocator
+ * (gm_est_kind_outside_allocator(), estimate_json.c); the sheet's words for them, the kind's
+ * name where it has none. */
+static const char *const overhead_words[GM_KIND__COUNT] = {
+    [GM_KIND_CUDA_CONTEXT] = "CUDA context and modules",
+    [GM_KIND_WORKSPACE] = "library workspaces",
+    [GM_KIND_NCCL] = "NCCL buffers",
+    [GM_KIND_NON_TORCH] = "vLLM's non-torch memory",
+    [GM_KIND_RESERVE] = "a flat reserve",
+    [GM_KIND_MANAGED] = "managed (paged) memory",
+    [GM_KIND_SYMM_MEM] = "AsyncTP symmetric memory",
 };
 
 struct named_series {
@@ -264,8 +268,13 @@ static void read_estimate(struct gm_sheet *sh, const json_t *root, struct estima
     e->max_concurrency = json_number_value(json_object_get(serving, "max_concurrency"));
     e->starts_known = json_is_boolean(json_object_get(serving, "starts"));
     e->starts = gm_jin_bool(serving, "starts", false);
-    for (size_t k = 0; k < 5; k++)
-        e->overheads[k] = gm_jin_reading(over, overhead_keys[k][0]);
+    for (unsigned k = 0; k < GM_KIND__COUNT; k++) {
+        char name[64];
+        if (!gm_est_kind_outside_allocator((enum gm_est_kind)k))
+            continue;
+        snprintf(name, sizeof name, "%s_bytes", gm_est_kind_name((enum gm_est_kind)k));
+        e->overheads[k] = gm_jin_reading(over, name);
+    }
     if (inputs)
         json_object_foreach(inputs, key, v)
         {
@@ -720,11 +729,12 @@ static void kinds_item(struct out *o, const struct estimate *e)
         item(o, "predicted components by kind (one device; not all live at once): %s", list);
     at = 0;
     list[0] = '\0';
-    for (size_t k = 0; k < 5 && at < sizeof(list); k++) {
+    for (unsigned k = 0; k < GM_KIND__COUNT && at < sizeof(list); k++) {
         int n;
         if (!e->overheads[k].valid || !e->overheads[k].value)
             continue;
-        n = snprintf(list + at, sizeof(list) - at, "%s%s %s", at ? ", " : "", overhead_keys[k][1],
+        n = snprintf(list + at, sizeof(list) - at, "%s%s %s", at ? ", " : "",
+                     overhead_words[k] ? overhead_words[k] : gm_est_kind_name((enum gm_est_kind)k),
                      bytes(e->overheads[k]).s);
         at = n < 0 ? sizeof(list) : at + (size_t)n;
     }

@@ -634,9 +634,72 @@ static void test_pipeline_interleaved(void **state)
     train_job(&j, m);
     assert_int_equal(gm_job_set(&j, "pp-schedule", "interleaved-1f1b", &e), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &il, &e), GM_ERR_INVALID);
+    /* --pp-stages-per-rank belongs to the interleaved schedule */
+    train_job(&j, m);
+    j.parallel.gpus = 4;
+    j.parallel.pp = 4;
+    assert_int_equal(gm_job_set(&j, "pp-stages-per-rank", "2", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &il, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_job_set(&j, "pp-schedule", "interleaved-1f1b", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &il, &e), GM_OK);
+    /* DeepSpeed's pipeline engine (--zero 1) and Megatron have no ScheduleInterleaved1F1B */
+    assert_int_equal(gm_job_set(&j, "zero", "1", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &il, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_job_set(&j, "zero", "0", &e), GM_OK);
+    assert_int_equal(gm_job_set(&j, "stack", "megatron", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &il, &e), GM_ERR_INVALID);
     gm_estimate_free(whole);
     gm_estimate_free(f);
     gm_estimate_free(il);
+}
+
+/* The pipeline's micro-batches are decided from the job's values, whoever set them: a
+ * struct caller's grad_accum 8 runs the same 8 micro-batches as gm_job_set("grad-accum"),
+ * pp_microbatches set directly too, and torch's rounds check holds for each (9 on 4 ranks
+ * is refused); a schedule out of the enum's range is refused, not taken for 1F1B. */
+static void test_pipeline_microbatches(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
+    struct gm_estimate *set = NULL, *raw = NULL;
+    struct gm_job j;
+    struct gm_error e;
+    (void)state;
+    train_job(&j, m);
+    j.parallel.gpus = 4;
+    j.parallel.pp = 4;
+    j.parallel.pp_schedule = GM_PP_INTERLEAVED_1F1B;
+    assert_int_equal(gm_job_set(&j, "grad-accum", "8", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &set, &e), GM_OK);
+    train_job(&j, m);
+    j.parallel.gpus = 4;
+    j.parallel.pp = 4;
+    j.parallel.pp_schedule = GM_PP_INTERLEAVED_1F1B;
+    j.workload.grad_accum = 8;
+    assert_int_equal(gm_estimate_run(&j, &raw, &e), GM_OK);
+    assert_int_equal(raw->layout.n_groups, set->layout.n_groups);
+    for (size_t g = 0; g < raw->layout.n_groups; g++)
+        assert_int_equal(raw->layout.groups[g].allocated_bytes,
+                         set->layout.groups[g].allocated_bytes);
+    /* without accumulation the default is the pipeline's degree; pp_microbatches 8 gives the
+     * first rank 11 stage-forwards in flight where 4 give it 8 */
+    j.workload.grad_accum = 1;
+    assert_int_equal(gm_estimate_run(&j, &set, &e), GM_OK);
+    j.parallel.pp_microbatches = 4;
+    assert_int_equal(gm_estimate_run(&j, &raw, &e), GM_OK);
+    assert_int_equal(raw->layout.groups[0].allocated_bytes, set->layout.groups[0].allocated_bytes);
+    j.parallel.pp_microbatches = 8;
+    assert_int_equal(gm_estimate_run(&j, &raw, &e), GM_OK);
+    assert_true(raw->layout.groups[0].allocated_bytes > set->layout.groups[0].allocated_bytes);
+    j.parallel.pp_microbatches = 9;
+    assert_int_equal(gm_estimate_run(&j, &raw, &e), GM_ERR_INVALID);
+    j.parallel.pp_microbatches = 0;
+    j.workload.grad_accum = 9;
+    assert_int_equal(gm_estimate_run(&j, &raw, &e), GM_ERR_INVALID);
+    j.workload.grad_accum = 8;
+    j.parallel.pp_schedule = (enum gm_pp_schedule)7;
+    assert_int_equal(gm_estimate_run(&j, &raw, &e), GM_ERR_INVALID);
+    gm_estimate_free(set);
+    gm_estimate_free(raw);
 }
 
 /* AsyncTP: the fused ops' workspace is one SymmetricMemory buffer per TP group, grown to the
@@ -667,6 +730,32 @@ static void test_async_tp_workspace(void **state)
     assert_int_equal(async->peak_reserved_bytes, sync->peak_reserved_bytes);
     assert_int_equal(async->device_bytes - sync->device_bytes, 66 * GM_MIB);
     assert_true(gm_est_kind_outside_allocator(GM_KIND_SYMM_MEM));
+    {
+        /* the workspace has an assumption line of its own, whole (not cut at the note's
+         * size with the other overheads) */
+        bool line = false;
+        for (size_t i = 0; i < async->n_assumptions; i++)
+            line |=
+                strncmp(async->assumptions[i], "AsyncTP workspace 66 MiB (--async-tp)", 37) == 0 &&
+                strstr(async->assumptions[i], "outside max_memory_reserved") != NULL;
+        assert_true(line);
+    }
+    /* torchtitan's stack has AsyncTP; Megatron (TransformerEngine's userbuffers) and the HF
+     * Trainer do not */
+    assert_int_equal(gm_job_set(&j, "stack", "torchtitan", &e), GM_OK);
+    j.memory.compile = true;
+    assert_int_equal(gm_estimate_run(&j, &async, &e), GM_OK);
+    assert_int_equal(gm_job_set(&j, "stack", "megatron", &e), GM_OK);
+    j.memory.compile = true;
+    assert_int_equal(gm_estimate_run(&j, &async, &e), GM_ERR_INVALID);
+    assert_int_equal(gm_job_set(&j, "stack", "hf-trainer", &e), GM_OK);
+    j.memory.compile = true;
+    assert_int_equal(gm_estimate_run(&j, &async, &e), GM_ERR_INVALID);
+    train_job(&j, m);
+    j.parallel.gpus = 2;
+    j.parallel.tp = 2;
+    j.parallel.sequence_parallel = true;
+    j.parallel.async_tp = true;
     j.memory.compile = false;
     assert_int_equal(gm_estimate_run(&j, &async, &e), GM_ERR_INVALID);
     gm_estimate_free(sync);
@@ -698,6 +787,23 @@ static void test_sequence_parallel_head_input(void **state)
     assert_int_equal(gm_estimate_run(&j, &r, &e), GM_OK);
     assert_int_equal(component(r, "head_input_gathered"), UINT64_MAX);
     j.parallel.sequence_parallel = true;
+    /* a frozen head (LoRA) saves no input for a weight gradient, and a fused linear loss
+     * keeps the hidden states itself: neither has the gathered input */
+    assert_int_equal(gm_job_set(&j, "lora", NULL, &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &r, &e), GM_OK);
+    assert_int_equal(component(r, "head_input_gathered"), UINT64_MAX);
+    train_job(&j, m);
+    j.workload.batch = 2;
+    j.workload.seq = 4096;
+    j.parallel.gpus = 2;
+    j.parallel.tp = 2;
+    j.parallel.sequence_parallel = true;
+    assert_int_equal(gm_job_set(&j, "loss", "fused-linear", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &r, &e), GM_OK);
+    assert_int_equal(component(r, "head_input_gathered"), UINT64_MAX);
+    assert_int_equal(gm_job_set(&j, "loss", "full", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &r, &e), GM_OK);
+    assert_int_equal(component(r, "head_input_gathered"), 32 * GM_MIB);
     assert_int_equal(gm_job_set(&j, "stack", "megatron", &e), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &r, &e), GM_OK);
     assert_int_equal(component(r, "head_input_gathered"), UINT64_MAX);
@@ -881,6 +987,7 @@ int main(void)
         cmocka_unit_test(test_bnb_lightning),
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_pipeline_interleaved),
+        cmocka_unit_test(test_pipeline_microbatches),
         cmocka_unit_test(test_async_tp_workspace),
         cmocka_unit_test(test_sequence_parallel_head_input),
         cmocka_unit_test(test_llamacpp_kv),
