@@ -33,6 +33,7 @@
 #include "gpumem/json.h"
 #include "gpumem/lod.h"
 
+#include "analysis/made_by.h"
 #include "base/json_room.h"
 #include "base/outbuf.h"
 #include "report/report_int.h"
@@ -305,21 +306,6 @@ static GM_INLINE_ALWAYS char *a_row(char *p, const struct gm_analysis_alloc *a, 
     return p;
 }
 
-/* The first allocation from 'from' on made after event k (the allocations are in alloc
- * order: alloc_event never decreases along it). */
-static size_t made_after(const struct gm_analysis_device *ad, size_t from, int64_t k)
-{
-    size_t lo = from, hi = ad->n_allocs;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ad->allocs[mid].alloc_event <= k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* The rows of A go into the writer's buffer A_ROWS at a time, as one piece of text (the
  * commas between them written here): a room asked for each row cost as much as its
  * numbers. */
@@ -437,8 +423,8 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
         struct a_rows ar = {c, h, NULL, NULL, 0};
         size_t i = 0;
         for (size_t j = 0; j <= nw; j++) {
-            size_t lo = j < nw ? made_after(ad, i, win[j].k0) : ad->n_allocs;
-            size_t hi = j < nw ? made_after(ad, lo, win[j].k1) : ad->n_allocs;
+            size_t lo = j < nw ? gm_analysis_made_by(ad, i, win[j].k0) : ad->n_allocs;
+            size_t hi = j < nw ? gm_analysis_made_by(ad, lo, win[j].k1) : ad->n_allocs;
             const uint8_t *ch;
             while (i < lo && (ch = memchr(s.chosen + i, 1, lo - i)) != NULL) {
                 i = (size_t)(ch - s.chosen);
