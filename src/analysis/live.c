@@ -13,6 +13,7 @@
  * the analysis set alloc_event and free_event from that replay.  The report's moments and
  * gm_analysis_group_live_at() use it. */
 #include "analysis/analysis_int.h"
+#include "analysis/made_by.h"
 
 #include "base/budget.h"
 #include "base/vec.h"
@@ -61,15 +62,8 @@ enum gm_status gm_analysis_live_at(const struct gm_analysis *an,
         } else {
             end = 0;
         }
-        /* the allocations made up to k: a prefix of the alloc order (alloc_event never
-         * decreases along it), found by halving what lies past the last one */
-        for (size_t hi = dev->n_allocs; end < hi;) {
-            size_t mid = end + (hi - end) / 2;
-            if (dev->allocs[mid].alloc_event <= k)
-                end = mid + 1;
-            else
-                hi = mid;
-        }
+        /* the allocations made up to k: a prefix of the alloc order, found past the last one */
+        end = gm_analysis_made_by(dev, end, k);
         if (!GM_VEC_RESERVE(out, cap_out, m + (end - from) + 1, &budget))
             goto fail;
         for (size_t i = from; i < end; i++)

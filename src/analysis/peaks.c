@@ -9,6 +9,7 @@
  * freed by k.  The analysis matches allocations to frees exactly as the timeline does, so
  * both give the same list; tests hold the two against each other on every real file. */
 #include "analysis/analysis_int.h"
+#include "analysis/made_by.h"
 
 #include "base/map.h"
 #include "base/vec.h"
@@ -22,21 +23,6 @@
 static bool alive_at(const struct gm_analysis_alloc *a, int64_t k)
 {
     return a->alloc_event <= k && (a->free_event < 0 || a->free_event > k);
-}
-
-/* The allocations made up to event k: a prefix of the device's (in alloc order, whose
- * alloc_event never decreases), the only ones that can be alive at k. */
-static size_t made_by(const struct gm_analysis_device *dev, int64_t k)
-{
-    size_t lo = 0, hi = dev->n_allocs;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (dev->allocs[mid].alloc_event <= k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 /* Per group of 'p', its bytes per category: the allocations of the group's stack alive at
@@ -53,7 +39,7 @@ static enum gm_status group_categories(const struct gm_analysis_device *dev,
             gm_map_release(&group_of);
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "peaks: out of memory");
         }
-    for (size_t i = 0, end = made_by(dev, dev->peak_event); i < end; i++) {
+    for (size_t i = 0, end = gm_analysis_made_by(dev, 0, dev->peak_event); i < end; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
         uint64_t g;
         if (alive_at(a, dev->peak_event) && a->category < GM_CATEGORY_COUNT &&
@@ -151,7 +137,7 @@ static enum gm_status groups_of_analysis(const struct gm_analysis_device *dev,
     struct gm_snapshot_live *live = NULL, *l;
     size_t n = 0, cap = 0;
     enum gm_status st;
-    for (size_t i = 0, end = made_by(dev, dev->peak_event); i < end; i++) {
+    for (size_t i = 0, end = gm_analysis_made_by(dev, 0, dev->peak_event); i < end; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
         if (!alive_at(a, dev->peak_event))
             continue;
@@ -206,7 +192,7 @@ static enum gm_status device_peak(const struct gm_snapshot *snap, const struct g
         p->timeline = ad->timeline;
         st = groups_of_analysis(ad, p, err);
         if (st == GM_OK && notes && (keys = gm_malloc((p->n_live ? p->n_live : 1) * sizeof(*keys))))
-            for (size_t i = 0, end = made_by(ad, ad->peak_event); i < end; i++)
+            for (size_t i = 0, end = gm_analysis_made_by(ad, 0, ad->peak_event); i < end; i++)
                 if (alive_at(&ad->allocs[i], ad->peak_event) && n_keys < p->n_live)
                     keys[n_keys++] =
                         (struct note_key){ad->allocs[i].alloc_event, ad->allocs[i].stack};

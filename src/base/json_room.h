@@ -23,7 +23,8 @@
  * value with gm_json_raw() then). */
 char *gm_json_room(struct gm_json *w, size_t n);
 
-/* The value written at gm_json_room()'s pointer ends at 'end'. */
+/* The value written at gm_json_room()'s pointer ends at 'end'; an 'end' before that pointer
+ * or past the writer's buffer fails the writer (gm_json_finish() says false). */
 void gm_json_room_end(struct gm_json *w, char *end);
 
 #endif

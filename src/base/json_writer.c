@@ -506,5 +506,11 @@ char *gm_json_room(struct gm_json *w, size_t n)
 
 void gm_json_room_end(struct gm_json *w, char *end)
 {
+    /* an end before the room's start or past the buffer (a row that outgrew its room) is
+     * the caller's error: the writer fails rather than take it */
+    if (end < w->buf + w->n_buf || end > w->buf + sizeof(w->buf)) {
+        w->failed = true;
+        return;
+    }
     w->n_buf = (size_t)(end - w->buf);
 }

@@ -37,6 +37,7 @@
  *        page index of its rank, each rank's number, gm_analysis_rank_outliers()),
  *    account{processes[...]} | null  (gpumem account of the same run: html_account.c)} */
 #include "base/buf.h"
+#include "base/json_room.h"
 #include "base/outbuf.h"
 #include "base/vec.h"
 #include "gpumem/report.h"
@@ -55,17 +56,35 @@
 
 void gm_report_num(struct gm_json *w, double v)
 {
-    /* integers exactly, the rest with 3 decimals (x positions) */
-    if (v == (double)(int64_t)v && v > -9e15 && v < 9e15)
+    /* integers exactly, the rest with 3 decimals (x positions); beyond int64 in thousandths
+     * (a damaged file's times; the conversion would be undefined, C11 6.3.1.4p1) and NaN as
+     * they are */
+    if (gm_report_num_is_int(v))
         gm_json_i64(w, (int64_t)v);
-    else
+    else if (v > -9.2e15 && v < 9.2e15) /* v * 1e3 within int64 (below 2^63 = 9.22e18) */
         gm_json_double(w, (double)(int64_t)(v * 1e3) / 1e3);
+    else
+        gm_json_double(w, v);
+}
+
+char *gm_report_stream_text(char *p, uint64_t stream)
+{
+    *p++ = '"';
+    p = gm_fmt_u64_room(p, stream); /* "%llu": every band has one */
+    *p++ = '"';
+    return p;
 }
 
 void gm_report_stream(struct gm_json *w, uint64_t stream)
 {
-    char b[24];
-    gm_json_strn(w, b, (size_t)(gm_fmt_u64(b, stream, 0) - b)); /* "%llu": every band has one */
+    char *p = gm_json_room(w, GM_REPORT_STREAM_ROOM);
+    if (p) {
+        gm_json_room_end(w, gm_report_stream_text(p, stream));
+    } else {
+        char b[GM_REPORT_STREAM_ROOM + 1];
+        *gm_report_stream_text(b, stream) = '\0';
+        gm_json_raw(w, b);
+    }
 }
 
 /* ---- frames and stacks that a rank's data refers to ---- */

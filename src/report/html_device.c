@@ -45,7 +45,6 @@ static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device 
     }
     gm_json_begin_array(w);
     for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++) {
-        const uint64_t *v = &rest[0][cat], *end = v + (size_t)nb * GM_CATEGORY_COUNT;
         size_t n_runs = 0;
         bool any = false;
         for (unsigned b = 0; b < nb && !any; b++)
@@ -54,12 +53,16 @@ static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device 
             gm_json_null(w);
             continue;
         }
-        while (v < end) {
-            const uint64_t *e = v + GM_CATEGORY_COUNT;
-            while (e < end && *e == *v)
-                e += GM_CATEGORY_COUNT;
-            runs[n_runs++] = *v;
-            runs[n_runs++] = (uint64_t)(e - v) / GM_CATEGORY_COUNT;
+        /* runs of equal buckets [value, count], stepping by bucket: a pointer to the
+         * category's element stepping by the row would point past the array's end after
+         * the last bucket (C11 6.5.6p8); rest + nb is its end */
+        for (uint64_t(*v)[GM_CATEGORY_COUNT] = rest, (*end)[GM_CATEGORY_COUNT] = rest + nb;
+             v < end;) {
+            uint64_t(*e)[GM_CATEGORY_COUNT] = v + 1;
+            while (e < end && (*e)[cat] == (*v)[cat])
+                e++;
+            runs[n_runs++] = (*v)[cat];
+            runs[n_runs++] = (uint64_t)(e - v);
             v = e;
         }
         gm_json_begin_array(w);
@@ -138,13 +141,6 @@ static void write_lod(struct gm_report_ctx *c, const struct gm_analysis_device *
 
 /* ---- the allocations drawn one by one (gpumem/bands.h) ---- */
 
-/* Whether x is written as an integer by gm_report_num() (every x of a time axis kept in
- * whole microseconds, and every event index). */
-static bool whole_x(double x)
-{
-    return x == (double)(int64_t)x && x > -9e15 && x < 9e15;
-}
-
 /* A band's row [k_alloc, k_free, x0, x1, bytes, cat, stack, addr, "stream"] at p
  * (BAND_ROW_MAX bytes of room) when its x's are whole; the end of the row. */
 #define BAND_ROW_MAX (4 + 9 * (GM_FMT_ROOM + 2))
@@ -168,9 +164,7 @@ static char *band_row(char *p, const struct gm_lod_axis *ax, const struct gm_ana
     *p++ = ',';
     p = gm_fmt_u64_room(p, a->addr);
     *p++ = ',';
-    *p++ = '"';
-    p = gm_fmt_u64_room(p, a->stream);
-    *p++ = '"';
+    p = gm_report_stream_text(p, a->stream);
     *p++ = ']';
     return p;
 }
@@ -180,7 +174,7 @@ static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
 {
     struct gm_json *w = c->w;
     double x1 = a->free_event < 0 ? ax->x_end : x[1];
-    if (whole_x(x[0]) && whole_x(x1)) {
+    if (gm_report_num_is_int(x[0]) && gm_report_num_is_int(x1)) {
         /* the common row at once, as the calls below write it: thousands of bands */
         char *p = gm_json_room(w, BAND_ROW_MAX);
         if (p) {

@@ -33,6 +33,7 @@
 #include "gpumem/json.h"
 #include "gpumem/lod.h"
 
+#include "analysis/made_by.h"
 #include "base/json_room.h"
 #include "base/outbuf.h"
 #include "report/report_int.h"
@@ -242,6 +243,23 @@ static inline bool in_windows_walk(struct win_walk *ww, int64_t k)
     return ww->in;
 }
 
+/* The GM_FMT_ROOM bytes at s to p, which starts inside them whenever the number at s is
+ * shorter than the room (memcpy on overlapping ranges is undefined, C11 7.24.2.1p2): all
+ * read into locals, then written; GCC -O2 keeps them in registers (no call, unlike memmove,
+ * and no copy through the stack, unlike one array). */
+_Static_assert(GM_FMT_ROOM == 20, "copy_room() copies 8 + 8 + 4 bytes");
+static GM_INLINE_ALWAYS void copy_room(char *p, const char *s)
+{
+    uint64_t a, b;
+    uint32_t c;
+    memcpy(&a, s, 8);
+    memcpy(&b, s + 8, 8);
+    memcpy(&c, s + 16, 4);
+    memcpy(p, &a, 8);
+    memcpy(p + 8, &b, 8);
+    memcpy(p + 16, &c, 4);
+}
+
 /* Allocation 'a' of A as its row [addr, size, bytes, category, stack, k_alloc,
  * k_free_requested, k_free] at p (A_ROW_MAX bytes of room); the end of the row.  Most rows
  * repeat a number of their own: bytes equal to the block's size, a free completed at the
@@ -260,7 +278,7 @@ static GM_INLINE_ALWAYS char *a_row(char *p, const struct gm_analysis_alloc *a, 
     n = (size_t)(p - s);
     *p++ = ',';
     if (a->bytes == size) {
-        memcpy(p, s, GM_FMT_ROOM);
+        copy_room(p, s);
         p += n;
     } else {
         p = gm_fmt_u64_room(p, a->bytes);
@@ -278,7 +296,7 @@ static GM_INLINE_ALWAYS char *a_row(char *p, const struct gm_analysis_alloc *a, 
     *p++ = ',';
     if (a->free_requested_event >= 0 && a->free_event == a->free_requested_event + 1 &&
         p[-2] != '9') {
-        memcpy(p, s, GM_FMT_ROOM);
+        copy_room(p, s);
         p += n;
         p[-1]++;
     } else {
@@ -286,21 +304,6 @@ static GM_INLINE_ALWAYS char *a_row(char *p, const struct gm_analysis_alloc *a, 
     }
     *p++ = ']';
     return p;
-}
-
-/* The first allocation from 'from' on made after event k (the allocations are in alloc
- * order: alloc_event never decreases along it). */
-static size_t made_after(const struct gm_analysis_device *ad, size_t from, int64_t k)
-{
-    size_t lo = from, hi = ad->n_allocs;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ad->allocs[mid].alloc_event <= k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 /* The rows of A go into the writer's buffer A_ROWS at a time, as one piece of text (the
@@ -420,8 +423,8 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
         struct a_rows ar = {c, h, NULL, NULL, 0};
         size_t i = 0;
         for (size_t j = 0; j <= nw; j++) {
-            size_t lo = j < nw ? made_after(ad, i, win[j].k0) : ad->n_allocs;
-            size_t hi = j < nw ? made_after(ad, lo, win[j].k1) : ad->n_allocs;
+            size_t lo = j < nw ? gm_analysis_made_by(ad, i, win[j].k0) : ad->n_allocs;
+            size_t hi = j < nw ? gm_analysis_made_by(ad, lo, win[j].k1) : ad->n_allocs;
             const uint8_t *ch;
             while (i < lo && (ch = memchr(s.chosen + i, 1, lo - i)) != NULL) {
                 i = (size_t)(ch - s.chosen);

@@ -31,9 +31,18 @@ static inline void gm_report_use_stack(struct gm_report_ctx *c, uint32_t id)
         c->stack_used[id] = 1;
 }
 
+/* Whether gm_report_num() writes v as an integer (every x of a time axis kept in whole
+ * microseconds, and every event index): the one test, also for rows formatted in place. */
+static inline bool gm_report_num_is_int(double v)
+{
+    return v == (double)(int64_t)v && v > -9e15 && v < 9e15;
+}
 /* A number: integers exactly, the rest with 3 decimals (x positions). */
 void gm_report_num(struct gm_json *w, double v);
-/* A cudaStream_t as a decimal string (a JavaScript number would round it). */
+/* A cudaStream_t as a decimal string (a JavaScript number would round it), written by
+ * gm_report_stream_text() at p (GM_REPORT_STREAM_ROOM bytes of room); the end of it. */
+#define GM_REPORT_STREAM_ROOM (GM_FMT_ROOM + 2)
+char *gm_report_stream_text(char *p, uint64_t stream);
 void gm_report_stream(struct gm_json *w, uint64_t stream);
 
 /* One device's object of the page data. */

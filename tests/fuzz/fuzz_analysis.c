@@ -47,6 +47,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             /* the split always adds up to the timeline's peak */
             if (sum != dev->peak_bytes)
                 __builtin_trap();
+            /* the allocations are in alloc order (alloc_event never decreases, those from the
+             * start, -1, first): the order analysis/made_by.h halves, which live.c, peaks.c
+             * and the report's state rows rely on */
+            for (size_t a = 1; a < dev->n_allocs; a++)
+                if (dev->allocs[a].alloc_event < dev->allocs[a - 1].alloc_event)
+                    __builtin_trap();
             for (int64_t k = -1; k <= (int64_t)dev->n_events; k++)
                 (void)gm_analysis_phase_at(dev, k);
             for (size_t l = 0; l < dev->n_leaks; l++) {

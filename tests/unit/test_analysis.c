@@ -777,6 +777,50 @@ static void test_annotation_events_with_times_going_back(void **state)
     }
 }
 
+/* The kept axis answers a time by scanning its 32-bit x's eight at a time while all eight are
+ * before it (regions.c answer_time_queries()).  An annotation time equal to an event's, right
+ * after a block of eight whose first equals it and whose others are earlier (times going
+ * back), must find that event (planting "x32[k] <= u" for the first of the eight finds event
+ * 16 instead of 8); times 2^32 us or more past the first event saturate the 32-bit bound, and
+ * an event at exactly UINT32_MAX us is not passed over.  The walk of the trace is the
+ * reference. */
+static void test_annotation_times_equal_and_past_32_bits(void **state)
+{
+    (void)state;
+    static struct trace t;
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    struct gm_analysis_regions r;
+    int64_t times[18];
+    const int64_t far = 100 + ((int64_t)1 << 32);
+    const struct gm_snapshot_annotation anns[] = {
+        {"eq", "START", 0, 1000, true},       {"eq", "END", 0, 2000, false},
+        {"far", "START", 0, 3000, true},      {"far", "END", 0, far + 10, false},
+        {"past", "START", 0, far + 20, true}, {"past", "END", 0, far + 30, false},
+    };
+    t.n = 0;
+    for (size_t i = 0; i < 18; i++) {
+        alloc(&t, 0x1000 * (i + 1), 100 + i, S_USER);
+        times[i] = i < 8    ? 100 + 10 * (int64_t)i
+                   : i < 9  ? 1000
+                   : i < 16 ? 500 + 10 * (int64_t)i
+                            : 2000;
+    }
+    times[17] = 100 + (int64_t)UINT32_MAX; /* the largest 32-bit x */
+    make_snapshot_at_times(&s, &d, &t, times, anns, sizeof(anns) / sizeof(anns[0]));
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_ANNOTATION, &r, &err), GM_OK);
+    assert_int_equal(r.n, 3);
+    assert_string_equal(r.v[0].name, "eq");
+    assert_int_equal(r.v[0].first_event, 8); /* the event at 1000 itself */
+    check_regions_on_kept_axis(&s, &d, an, dev, &r);
+    gm_analysis_regions_release(&r);
+    gm_analysis_free(an);
+}
+
 /* Regions: every record_function range (any name) with the bytes at its start, its end
  * and the most inside it; windows by event and by time; the n-th allocation of an address. */
 static void test_regions_and_windows(void **state)
@@ -2755,6 +2799,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_category_rules_yaml_refused),
     cmocka_unit_test(test_regions_and_windows),
     cmocka_unit_test(test_annotation_events_with_times_going_back),
+    cmocka_unit_test(test_annotation_times_equal_and_past_32_bits),
     cmocka_unit_test(test_rank_names_in_natural_order),
     cmocka_unit_test(test_rank_ids_from_names_devices_or_order),
     cmocka_unit_test(test_rank_files_of_a_folder),

@@ -288,6 +288,36 @@ static void test_bands_and_rest_add_up(void **state)
     }
 }
 
+/* A window's choice skips an allocation whose whole area, as a float bound, is below the
+ * heap's root; the bound must round up (bands.c area_bound).  Area 3 x 11184811 = 33554433
+ * = 2^25 + 1 is no float: rounded to nearest (or down) it would be 2^25, below the root's
+ * exact 33554433, and allocation 2, which ties on area and wins on bytes, would be turned
+ * away for allocation 1 (planting round-to-nearest makes this test fail). */
+static void test_window_area_bound_rounds_up(void **state)
+{
+    struct gm_analysis_alloc al[] = {
+        mk(-1, -1, (uint64_t)1 << 40, GM_CATEGORY_PARAMETER, 0x1000), /* 0: the band */
+        mk(10, 13, 11184811, GM_CATEGORY_ACTIVATION, 0x2000),         /* 1: area 33554433 */
+        mk(20, 21, 33554433, GM_CATEGORY_ACTIVATION, 0x3000),         /* 2: same area, more bytes */
+    };
+    struct gm_analysis_device ad;
+    struct gm_lod_axis ax = axis(100);
+    struct gm_bands_opts o = {1, 1, 1}; /* one band, one window holding one allocation */
+    struct gm_bands b;
+    struct gm_error err;
+    (void)state;
+    memset(&ad, 0, sizeof(ad));
+    ad.allocs = al;
+    ad.n_allocs = 3;
+    assert_int_equal(gm_bands_choose(&ad, &ax, &o, &b, &err), GM_OK);
+    assert_int_equal(b.n, 1);
+    assert_int_equal(b.allocs[0], 0);
+    assert_int_equal(b.n_windows, 1);
+    assert_int_equal(b.windows[0].n, 1);
+    assert_int_equal(b.windows[0].allocs[0], 2);
+    gm_bands_release(&b);
+}
+
 static void test_empty(void **state)
 {
     struct gm_analysis_device ad;
@@ -314,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_spread_over_the_whole_axis),
         cmocka_unit_test(test_ties_by_a_total_order),
         cmocka_unit_test(test_bands_and_rest_add_up),
+        cmocka_unit_test(test_window_area_bound_rounds_up),
         cmocka_unit_test(test_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

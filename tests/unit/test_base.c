@@ -414,6 +414,46 @@ static void test_json_number_arrays(void **state)
     }
 }
 
+/* A room's end outside the room (before its start, or past the writer's buffer: a row that
+ * outgrew the room it asked for) fails the writer instead of moving its fill mark there
+ * (without the check in gm_json_room_end() both documents finish "ok"). */
+static void doc_room_end_before(struct gm_json *w)
+{
+    char *p;
+    gm_json_begin_array(w);
+    gm_json_u64(w, 1);
+    p = gm_json_room(w, 8);
+    assert_non_null(p);
+    gm_json_room_end(w, p - 2);
+    gm_json_end_array(w);
+}
+
+static void doc_room_end_past(struct gm_json *w)
+{
+    char *p;
+    gm_json_begin_array(w);
+    p = gm_json_room(w, 8);
+    assert_non_null(p);
+    gm_json_room_end(w, w->buf + sizeof(w->buf) + 1);
+    gm_json_end_array(w);
+}
+
+static void test_json_room_end_checked(void **state)
+{
+    bool ok;
+    char *t;
+    (void)state;
+    t = json_of(doc_room_end_before, GM_JSON_BUFFERED, &ok);
+    assert_false(ok);
+    free(t);
+    t = json_of(doc_room_end_past, GM_JSON_BUFFERED, &ok);
+    assert_false(ok);
+    free(t);
+    t = json_of(doc_rows_room, GM_JSON_BUFFERED, &ok); /* ends inside their rooms: fine */
+    assert_true(ok);
+    free(t);
+}
+
 static void doc_misuse_value_without_key(struct gm_json *w)
 {
     gm_json_begin_object(w);
@@ -995,6 +1035,7 @@ int main(void)
         cmocka_unit_test(test_json_pretty),
         cmocka_unit_test(test_json_buffered_writes_what_unbuffered_writes),
         cmocka_unit_test(test_json_number_arrays),
+        cmocka_unit_test(test_json_room_end_checked),
         cmocka_unit_test(test_json_misuse),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_alloc_failure_injection),

@@ -18,8 +18,10 @@
 #include "gpumem/pickle_write.h"
 #include "gpumem/report.h"
 #include "gpumem/snapshot.h"
+#include "report/report_int.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +301,274 @@ static struct gm_snapshot *trace_load(struct gm_pickle_writer *w, FILE *f)
         fail_msg("snapshot: %s", err.msg);
     free(data);
     return snap;
+}
+
+/* One trace event of the snapshot trace_begin() opened: 'action' of [addr, addr + size) at
+ * time t µs. */
+static void trace_event(struct gm_pickle_writer *w, const char *action, uint64_t addr,
+                        uint64_t size, int64_t t)
+{
+    gm_pickle_dict_begin(w, 6);
+    gm_pickle_str(w, "action");
+    gm_pickle_str(w, action);
+    gm_pickle_str(w, "addr");
+    gm_pickle_uint(w, addr);
+    gm_pickle_str(w, "size");
+    gm_pickle_uint(w, size);
+    gm_pickle_str(w, "stream");
+    gm_pickle_int(w, 0);
+    gm_pickle_str(w, "time_us");
+    gm_pickle_int(w, t);
+    gm_pickle_str(w, "frames");
+    gm_pickle_list_begin(w, 0);
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+}
+
+/* The page's state of device 0 ("state" of page data) with the given state budget. */
+static json_t *state_of(const struct gm_snapshot *snap, const struct gm_analysis *an,
+                        uint64_t budget, json_t **page)
+{
+    struct gm_report_opts o = {"state", 50, 6, budget, NULL};
+    struct gm_error err;
+    FILE *f = tmpfile();
+    size_t n;
+    char *html;
+    json_t *st;
+    assert_int_equal(gm_report_html(f, snap, an, &o, &err), GM_OK);
+    html = read_all(f, &n);
+    fclose(f);
+    *page = page_data(html);
+    free(html);
+    st = json_object_get(
+        json_array_get(
+            json_object_get(json_array_get(json_object_get(*page, "ranks"), 0), "devices"), 0),
+        "state");
+    assert_true(json_is_object(st));
+    return st;
+}
+
+/* The allocation rows of "A" copy a number's digits when it repeats one of the row's own (a
+ * free completed at the event after its request: the request's digits, the last one counted
+ * up).  Every row's events must be the analysis' own: frees completed 1 and 2 events after
+ * their request, one at event 9 (its last digit cannot count up: the carry), one at 19,
+ * frees of allocations from the start (their request is -1 in the analysis; the one completed
+ * at event 0 must not count "-1" up to "-2") and allocations never freed (-1, -1).  Planting "copy
+ * for any gap" or dropping the '9' or the ">= 0" test makes this test fail. */
+static void test_state_rows_free_events(void **state)
+{
+    FILE *f = tmpfile();
+    struct gm_pickle_writer *w = trace_begin(f, 24);
+    struct gm_snapshot *snap;
+    struct gm_analysis *an;
+    struct gm_error err;
+    json_t *page, *st, *row;
+    size_t i;
+    int64_t t = 1000;
+    bool gap1 = false, gap2 = false, carry = false, none = false, neg = false;
+    (void)state;
+    trace_event(w, "free_completed", 0x700000, 512, t++);  /* 0: -1, -1, 0 */
+    trace_event(w, "free_requested", 0x100000, 512, t++);  /* 1 */
+    trace_event(w, "free_completed", 0x100000, 512, t++);  /* 2: -1, -1, 2 */
+    trace_event(w, "alloc", 0x200000, 512, t++);           /* 3 */
+    trace_event(w, "free_requested", 0x200000, 512, t++);  /* 4 */
+    trace_event(w, "free_completed", 0x200000, 512, t++);  /* 5: 3, 4, 5 */
+    trace_event(w, "alloc", 0x300000, 512, t++);           /* 6 */
+    trace_event(w, "free_requested", 0x300000, 512, t++);  /* 7 */
+    trace_event(w, "alloc", 0x400000, 1024, t++);          /* 8 */
+    trace_event(w, "free_requested", 0x400000, 1024, t++); /* 9 */
+    trace_event(w, "free_completed", 0x400000, 1024, t++); /* 10: 8, 9, 10 */
+    trace_event(w, "free_completed", 0x300000, 512, t++);  /* 11: 6, 7, 11 */
+    trace_event(w, "alloc", 0x500000, 512, t++);           /* 12: never freed */
+    for (i = 13; i < 19; i++)
+        trace_event(w, "alloc", 0x800000 + 0x1000 * i, 256, t++);
+    trace_event(w, "free_requested", 0x800000 + 0x1000 * 13, 256, t++); /* 19 */
+    trace_event(w, "free_completed", 0x800000 + 0x1000 * 13, 256, t++); /* 20: 13, 19, 20 */
+    trace_event(w, "free_requested", 0x800000 + 0x1000 * 14, 256, t++); /* 21 */
+    trace_event(w, "alloc", 0x900000, 256, t++);                        /* 22 */
+    trace_event(w, "free_completed", 0x800000 + 0x1000 * 14, 256, t++); /* 23: 14, 21, 23 */
+    snap = trace_load(w, f);
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    st = state_of(snap, an, 0, &page);
+    assert_true(json_is_true(json_object_get(st, "every_event")));
+    json_array_foreach(json_object_get(st, "A"), i, row)
+    {
+        const struct gm_analysis_device *ad = &an->devices[0];
+        uint64_t addr = (uint64_t)json_integer_value(json_array_get(row, 0));
+        int64_t k0 = json_integer_value(json_array_get(row, 5)),
+                kr = json_integer_value(json_array_get(row, 6)),
+                k1 = json_integer_value(json_array_get(row, 7));
+        const struct gm_analysis_alloc *a = NULL;
+        for (size_t j = 0; j < ad->n_allocs; j++)
+            if (ad->allocs[j].addr == addr && ad->allocs[j].alloc_event == k0)
+                a = &ad->allocs[j];
+        assert_non_null(a);
+        assert_true(json_is_integer(json_array_get(row, 6)));
+        assert_true(json_is_integer(json_array_get(row, 7)));
+        assert_int_equal(kr, a->free_requested_event);
+        assert_int_equal(k1, a->free_event);
+        gap1 |= kr > 0 && k1 == kr + 1 && kr % 10 != 9;
+        gap2 |= kr >= 0 && k1 == kr + 2;
+        carry |= kr % 10 == 9 && k1 == kr + 1;
+        none |= kr == -1 && k1 == -1;
+        neg |= kr == -1 && k1 == 0;
+    }
+    /* the trace above gives every case */
+    assert_true(gap1 && gap2 && carry && none && neg);
+    json_decref(page);
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+}
+
+/* Within a small state budget the page keeps windows (k0, k1] of the trace, and "changes"
+ * must hold exactly the layout changes inside them.  The report finds them by walking the
+ * windows along the changes, caching each answer up to the event it holds to: for the events
+ * before a window that is k0, which is outside it, while k0 + 1 is inside.  A trace whose
+ * every event maps or unmaps a segment has a change at k0 and at k0 + 1 of each window that
+ * follows a gap; planting "until = k0 + 1" loses the change at k0 + 1 and fails this test. */
+static void test_state_changes_in_windows(void **state)
+{
+    const size_t n = 4000;
+    FILE *f = tmpfile();
+    struct gm_pickle_writer *w = trace_begin(f, n);
+    struct gm_snapshot *snap;
+    struct gm_analysis *an;
+    struct gm_error err;
+    const struct gm_layout_history *h;
+    json_t *page, *st, *win, *changes;
+    size_t i, n_in = 0, edges = 0;
+    (void)state;
+    for (i = 0; i < n; i++) {
+        size_t j = i - (i > 2000) - (i > 2050); /* the segment event's own count */
+        if (i == 2000 || i == 2050)             /* the peak, with a window around it */
+            trace_event(w, i == 2000 ? "alloc" : "free_completed", 0x90000000, 1u << 30,
+                        1000 + (int64_t)i);
+        else
+            trace_event(w, j % 2 ? "segment_free" : "segment_alloc",
+                        0x10000000 + 0x200000 * (j / 2 % 7), 0x200000, 1000 + (int64_t)i);
+    }
+    snap = trace_load(w, f);
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    h = gm_analysis_layout_history(&an->devices[0]);
+    assert_non_null(h);
+    assert_int_equal(h->n_changes, n - 2);
+    st = state_of(snap, an, 16384, &page);
+    assert_true(json_is_false(json_object_get(st, "every_event")));
+    win = json_object_get(st, "windows");
+    changes = json_object_get(st, "changes");
+    assert_true(json_array_size(win) > 1);
+    for (i = 0; i < h->n_changes; i++) {
+        int64_t k = h->changes[i].event;
+        bool in = false;
+        for (size_t j = 0; j < json_array_size(win); j++) {
+            int64_t k0 = json_integer_value(json_array_get(json_array_get(win, j), 0)),
+                    k1 = json_integer_value(json_array_get(json_array_get(win, j), 1));
+            in |= k0 < k && k <= k1;
+            /* a window after a gap, with changes at k0 and k0 + 1 */
+            edges +=
+                k == k0 && k1 > k0 &&
+                (j == 0 || json_integer_value(json_array_get(json_array_get(win, j - 1), 1)) < k0);
+        }
+        if (in) {
+            json_t *c = json_array_get(changes, n_in++);
+            assert_non_null(c);
+            assert_int_equal(json_integer_value(json_array_get(c, 0)), k);
+        }
+    }
+    assert_int_equal(json_array_size(changes), n_in);
+    assert_true(edges > 0);
+    json_decref(page);
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+}
+
+/* A band row [k_alloc, k_free, x0, x1, bytes, category, stack, addr, "stream"] is written in
+ * place when its x's are whole numbers gm_report_num() writes as integers
+ * (gm_report_num_is_int()), and through the writer's calls otherwise: an x 9e15 us or more
+ * from the first event's (a damaged file's times) is written as a real number.  Both kinds of
+ * row must say the same of their allocation, field for field. */
+static void test_band_rows_both_ways(void **state)
+{
+    const int64_t t0 = 1000, big = 9000000000000000LL; /* 9e15: exact in a double */
+    FILE *f = tmpfile();
+    struct gm_pickle_writer *w = trace_begin(f, 6);
+    struct gm_snapshot *snap;
+    struct gm_analysis *an;
+    struct gm_error err;
+    json_t *page, *dev, *row;
+    size_t i, n_whole = 0, n_real = 0;
+    const int64_t times[6] = {t0, t0 + 1000, t0 + 2000, t0 + 2000, t0 + big, t0 + big + 4};
+    (void)state;
+    trace_event(w, "alloc", 0x100000, 4096, times[0]);          /* 0: whole, then a real x1 */
+    trace_event(w, "alloc", 0x200000, 8192, times[1]);          /* 1: whole x's */
+    trace_event(w, "free_requested", 0x200000, 8192, times[2]); /* 2 */
+    trace_event(w, "free_completed", 0x200000, 8192, times[3]); /* 3 */
+    trace_event(w, "alloc", 0x300000, 512, times[4]);           /* 4: real x's */
+    trace_event(w, "free_completed", 0x100000, 4096, times[5]); /* 5 */
+    snap = trace_load(w, f);
+    assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+    state_of(snap, an, 0, &page);
+    dev = json_array_get(
+        json_object_get(json_array_get(json_object_get(page, "ranks"), 0), "devices"), 0);
+    json_array_foreach(json_object_get(dev, "bands"), i, row)
+    {
+        const struct gm_analysis_device *ad = &an->devices[0];
+        const struct gm_analysis_alloc *a = NULL;
+        uint64_t addr = (uint64_t)json_integer_value(json_array_get(row, 7));
+        char stream[24];
+        double x0, x1;
+        assert_int_equal(json_array_size(row), 9);
+        for (size_t j = 0; j < ad->n_allocs; j++)
+            if (ad->allocs[j].addr == addr &&
+                ad->allocs[j].alloc_event == json_integer_value(json_array_get(row, 0)))
+                a = &ad->allocs[j];
+        assert_non_null(a);
+        assert_int_equal(json_integer_value(json_array_get(row, 1)),
+                         a->free_event < 0 ? 6 : a->free_event);
+        x0 = (double)(times[a->alloc_event] - t0);
+        x1 = a->free_event < 0 ? (double)(times[5] - t0) : (double)(times[a->free_event] - t0);
+        assert_true(json_is_number(json_array_get(row, 2)) &&
+                    json_is_number(json_array_get(row, 3)));
+        assert_true(json_number_value(json_array_get(row, 2)) == x0);
+        assert_true(json_number_value(json_array_get(row, 3)) == x1);
+        if (json_is_integer(json_array_get(row, 2)) && json_is_integer(json_array_get(row, 3)))
+            n_whole++;
+        else
+            n_real++;
+        assert_int_equal(json_integer_value(json_array_get(row, 4)), a->bytes);
+        assert_int_equal(json_integer_value(json_array_get(row, 5)), a->category);
+        assert_int_equal(json_integer_value(json_array_get(row, 6)), a->stack);
+        snprintf(stream, sizeof(stream), "%llu", (unsigned long long)a->stream);
+        assert_string_equal(json_string_value(json_array_get(row, 8)), stream);
+    }
+    assert_int_equal(n_whole, 1);
+    assert_int_equal(n_real, 2);
+    json_decref(page);
+    gm_analysis_free(an);
+    gm_snapshot_free(snap);
+}
+
+/* gm_report_num(): integers exactly, other numbers truncated to 3 decimals, and numbers whose
+ * thousandths lie beyond int64 (an x from a damaged file's times) and NaN as they are, not
+ * through an undefined conversion (which wrote -9223372036854775.808 for 1e300 on x86-64). */
+static void test_report_num(void **state)
+{
+    static const double v[] = {0.0, -3.0, 2.5, 1.23456, 9e15, 9.1e15, 1e300, -1e19, NAN};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    struct gm_json w;
+    (void)state;
+    assert_non_null(f);
+    gm_json_init(&w, f, 0);
+    gm_json_begin_array(&w);
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        gm_report_num(&w, v[i]);
+    gm_json_end_array(&w);
+    assert_true(gm_json_finish(&w));
+    fclose(f);
+    assert_string_equal(text, "[0,-3,2.5,1.234,9e+15,9.1e+15,1e+300,-1e+19,null]\n");
+    free(text);
 }
 
 /* A snapshot whose frame and settings try to close the script element. */
@@ -717,10 +987,18 @@ static void test_kept_history(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_example_report),  cmocka_unit_test(test_ranks_page),
-        cmocka_unit_test(test_hostile_strings), cmocka_unit_test(test_plot),
-        cmocka_unit_test(test_layout_replay),   cmocka_unit_test(test_layout_pages_equal_layout),
-        cmocka_unit_test(test_kept_history),    cmocka_unit_test(test_kept_totals_same_page),
+        cmocka_unit_test(test_example_report),
+        cmocka_unit_test(test_ranks_page),
+        cmocka_unit_test(test_hostile_strings),
+        cmocka_unit_test(test_plot),
+        cmocka_unit_test(test_layout_replay),
+        cmocka_unit_test(test_layout_pages_equal_layout),
+        cmocka_unit_test(test_kept_history),
+        cmocka_unit_test(test_kept_totals_same_page),
+        cmocka_unit_test(test_state_rows_free_events),
+        cmocka_unit_test(test_state_changes_in_windows),
+        cmocka_unit_test(test_band_rows_both_ways),
+        cmocka_unit_test(test_report_num),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
