@@ -597,6 +597,18 @@ static void test_zero3_reuse_distance(void **state)
     assert_int_equal(component(z, "zero3_reused_head"), H * 2 / 2 + unit);
     kept = component(z, "zero3_reused_params") + 2 * unit;
     assert_true(kept / 2 >= (1000000000 - H) / 2 - 2 && kept / 2 <= (1000000000 - H) / 2 + 2);
+    /* QLoRA: a layer's elements are its packed 4-bit storage in 16-bit words (PEFT's ZeRO-3
+     * QLoRA recipe, bnb_4bit_quant_storage bf16), its stored bytes / 2: (1e9 - 2H) / 2 of
+     * them stay, 5.6 of the NF4 layers where the whole-model count would keep 1.8 */
+    j.parallel.gpus = 2;
+    j.parallel.tp = 1;
+    j.memory.adapter = GM_ADAPTER_QLORA;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    unit = component(z, "gathered_params");
+    kept = component(z, "zero3_reused_params") + 2 * unit;
+    assert_true(kept / 2 >= (1000000000 - 2 * H) / 2 - 2 &&
+                kept / 2 <= (1000000000 - 2 * H) / 2 + 2);
+    j.memory.adapter = GM_ADAPTER_NONE;
     /* FSDP has no such rule */
     j.parallel.shard = GM_SHARD_FSDP;
     j.parallel.fsdp_version = 2;
@@ -604,6 +616,30 @@ static void test_zero3_reuse_distance(void **state)
     assert_int_equal(component(z, "zero3_reused_params"), UINT64_MAX);
     assert_int_equal(component(z, "zero3_reused_head"), UINT64_MAX);
     gm_estimate_free(z);
+    z = NULL;
+    {
+        /* a tied embedding (Qwen2.5-0.5B, 24 layers of 14.9 M): the shared weight, kept from
+         * the lm_head's backward to the embedding's (c L = 358 M elements < 1e9), is live to
+         * the end of the backward; at the loss only the prefetched layer's neighbour is
+         * added.  Frozen (LoRA), the embedding has no backward and is released. */
+        const struct gm_model *q = gm_model_catalog_find("qwen2.5-0.5b");
+        const uint64_t E = 151936ull * 896;
+        assert_non_null(q);
+        train_job(&j, q);
+        j.numerics.precision = GM_PREC_BF16;
+        j.parallel.gpus = 2;
+        j.parallel.shard = GM_SHARD_ZERO3;
+        j.parallel.zero_reuse_distance = 1000000000;
+        assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+        assert_int_equal(component(z, "zero3_reused_embedding"), E * 2);
+        assert_int_equal(component_phases(z, "zero3_reused_embedding"),
+                         GM_EST_PHASE_SAVED | GM_EST_PHASE_BACKWARD_END);
+        assert_int_equal(component(z, "zero3_reused_head"), component(z, "gathered_params"));
+        j.memory.adapter = GM_ADAPTER_LORA;
+        assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+        assert_int_equal(component(z, "zero3_reused_embedding"), UINT64_MAX);
+        gm_estimate_free(z);
+    }
 }
 
 /* Pipeline: the first stage keeps p micro-batches of L/p layers (= L layers' worth), the
