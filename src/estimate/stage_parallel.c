@@ -236,10 +236,11 @@ static const char *zero_ipg_width(const struct gm_job *j)
  * kept from its forward to its own backward, and no longer: its post-backward hook
  * (parameter_offload.py _post_backward_module_hook, 38327e0) releases it once nothing
  * ahead in the trace uses it, before the layers' backward, so it is live at the loss only.
- * With c the fetches a layer has in the backward (1, 2 when it is recomputed), a layer
+ * With c_j the fetches layer j has in the backward (1, 2 when it is recomputed), a layer
  * element with s layer elements after it in the forward comes back after H + s (the rest of
- * the forward) + H + c s (the backward before it): the last (R - 2H) / (1 + c) layer
- * elements stay gathered from their forward to their backward.  A trainable embedding
+ * the forward) + H + the sum of c_j n_j over the layers after it (their backward): with one c
+ * for all, the last (R - 2H) / (1 + c) layer elements stay gathered from their forward to
+ * their backward.  A trainable embedding
  * (full training; a frozen one has no backward to fetch it for) comes back in the
  * embedding's backward, at the end of the backward: untied, kept when every layer is and
  * (1 + c) L + 2H < R; tied to the lm_head, the shared weight is kept from the lm_head's
@@ -253,7 +254,8 @@ static enum gm_status add_zero3_reused(struct est_ctx *cx, double unit, uint64_t
     const struct gm_job *j = cx->job;
     const struct gm_model *m = cx->m;
     double R = (double)j->parallel.zero_reuse_distance, t = (double)j->parallel.tp;
-    double c = 1.0, keep, kept_b, L, H, E = 0, tied = 0, root_b, elem_b, lay_n, head_b, one;
+    double keep, walked, c_layers = 0, kept_b, L, H, E = 0, tied = 0, root_b, elem_b, lay_n;
+    double head_b, one;
     bool trainable = j->memory.adapter == GM_ADAPTER_NONE;
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
@@ -268,14 +270,26 @@ static enum gm_status add_zero3_reused(struct est_ctx *cx, double unit, uint64_t
     lay_n = unit / elem_b;
     L = lay_n * (double)est_total_layers(m);
     H = (double)(cx->pc.lm_head ? cx->pc.lm_head : cx->pc.embedding) / t;
-    if (j->memory.checkpointing == GM_CKPT_FULL && est_total_layers(m) > 0)
-        c += floor((double)est_total_layers(m) / (double)j->memory.checkpoint_every) /
-             (double)est_total_layers(m);
-    keep = (R - 2.0 * H) / (1.0 + c);
-    keep = keep < 0 ? 0 : keep > L ? L : keep;
-    if (trainable && cx->pc.lm_head && keep >= L && (1.0 + c) * L + 2.0 * H < R)
+    /* from the last layer down, each with its own c: --checkpoint-every k recomputes the
+     * layers whose 1-based index is a multiple of k (torchtitan _apply_layer_sac,
+     * _layer_sac_count % ac_freq == 0, 1f029641), so the last one may or may not be */
+    keep = 0;
+    walked = 2.0 * H;
+    for (uint64_t i = est_total_layers(m); i-- > 0;) {
+        double ci = j->memory.checkpointing == GM_CKPT_FULL &&
+                            (i + 1) % (j->memory.checkpoint_every ? j->memory.checkpoint_every
+                                                                  : 1) ==
+                                0
+                        ? 2.0
+                        : 1.0;
+        double f = walked < R ? (R - walked) / ((1.0 + ci) * lay_n) : 0.0;
+        keep += (f < 1.0 ? f : 1.0) * lay_n;
+        walked += (1.0 + ci) * lay_n;
+        c_layers += ci * lay_n;
+    }
+    if (trainable && cx->pc.lm_head && keep >= L && walked < R)
         E = (double)cx->pc.embedding / t;
-    if (trainable && !cx->pc.lm_head && c * L < R)
+    if (trainable && !cx->pc.lm_head && c_layers < R)
         tied = H;
     kept_b = keep / lay_n * unit;
     head_b = tied > 0 ? 0 : H * root_b;
