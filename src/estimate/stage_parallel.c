@@ -276,12 +276,11 @@ static enum gm_status add_zero3_reused(struct est_ctx *cx, double unit, uint64_t
     keep = 0;
     walked = 2.0 * H;
     for (uint64_t i = est_total_layers(m); i-- > 0;) {
-        double ci = j->memory.checkpointing == GM_CKPT_FULL &&
-                            (i + 1) % (j->memory.checkpoint_every ? j->memory.checkpoint_every
-                                                                  : 1) ==
-                                0
-                        ? 2.0
-                        : 1.0;
+        double ci =
+            j->memory.checkpointing == GM_CKPT_FULL &&
+                    (i + 1) % (j->memory.checkpoint_every ? j->memory.checkpoint_every : 1) == 0
+                ? 2.0
+                : 1.0;
         double f = walked < R ? (R - walked) / ((1.0 + ci) * lay_n) : 0.0;
         keep += (f < 1.0 ? f : 1.0) * lay_n;
         walked += (1.0 + ci) * lay_n;
@@ -301,7 +300,10 @@ static enum gm_status add_zero3_reused(struct est_ctx *cx, double unit, uint64_t
     snprintf(note, sizeof note,
              "kept gathered from its forward to its backward (stage3_max_reuse_distance %.0f "
              "elements): %s",
-             R, tied > 0 ? "one of the last layers" : head_b > H * root_b + 0.5 ? "the lm_head and one of the last layers" : "the lm_head, which its backward uses next");
+             R,
+             tied > 0                    ? "one of the last layers"
+             : head_b > H * root_b + 0.5 ? "the lm_head and one of the last layers"
+                                         : "the lm_head, which its backward uses next");
     if (head_b >= 1.0) {
         st = est_add(cx->e, GM_KIND_GATHERED, "zero3_reused_head", est_round(head_b),
                      GM_EST_PHASE_LOSS, true, GM_EXTENT_HEAD, note, err);

@@ -508,9 +508,9 @@ static uint64_t component_or0(const struct gm_estimate *e, const char *name)
  * is its own backward, right after the loss: kept whatever the distance, and released by its
  * post-backward hook, so at the loss only; a layer element with s layer elements after it
  * comes back after 2H + 2s elements (3s when every layer is recomputed; each layer after it
- * with its own c when only some are); with a distance beyond the whole model everything stays gathered, the
- * trainable untied embedding until its backward at the end.  Of the kept layers the one
- * computed and the one prefetched are counted by gathered_params and gathered_prefetch. */
+ * with its own c when only some are); with a distance beyond the whole model everything stays
+ * gathered, the trainable untied embedding until its backward at the end.  Of the kept layers the
+ * one computed and the one prefetched are counted by gathered_params and gathered_prefetch. */
 static void test_zero3_reuse_distance(void **state)
 {
     const struct gm_model *m = gm_model_catalog_find("llama-2-7b");
@@ -564,7 +564,8 @@ static void test_zero3_reuse_distance(void **state)
      * the 0.8 beside the prefetched last layer) */
     j.parallel.zero_reuse_distance = 1000000000;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
-    kept = component(z, "zero3_reused_head") - H * 2 + unit + component_or0(z, "zero3_reused_params");
+    kept =
+        component(z, "zero3_reused_head") - H * 2 + unit + component_or0(z, "zero3_reused_params");
     assert_true(kept / 2 >= (1000000000 - 2 * H) / 2 - 2 &&
                 kept / 2 <= (1000000000 - 2 * H) / 2 + 2);
     /* a LoRA job: the frozen embedding has no backward, nothing keeps it */
@@ -577,7 +578,8 @@ static void test_zero3_reuse_distance(void **state)
     /* every layer recomputed: (1e9 - 2H) / 3 */
     j.memory.checkpointing = GM_CKPT_FULL;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
-    kept = component(z, "zero3_reused_head") - H * 2 + unit + component_or0(z, "zero3_reused_params");
+    kept =
+        component(z, "zero3_reused_head") - H * 2 + unit + component_or0(z, "zero3_reused_params");
     assert_true(kept / 2 >= (1000000000 - 2 * H) / 3 - 2 &&
                 kept / 2 <= (1000000000 - 2 * H) / 3 + 2);
     /* every second layer recomputed, counted from 1 (torchtitan _apply_layer_sac): the last
@@ -585,7 +587,8 @@ static void test_zero3_reuse_distance(void **state)
      * (1e9 - 2H - 3n) / 2 elements stay, n = unit / 2 (not an average c of 1.5) */
     j.memory.checkpoint_every = 2;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
-    kept = component(z, "zero3_reused_head") - H * 2 + unit + component_or0(z, "zero3_reused_params");
+    kept =
+        component(z, "zero3_reused_head") - H * 2 + unit + component_or0(z, "zero3_reused_params");
     {
         uint64_t n = unit / 2, want = n + (1000000000 - 2 * H - 3 * n) / 2;
         assert_true(kept / 2 >= want - 2 && kept / 2 <= want + 2);
