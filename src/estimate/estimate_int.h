@@ -500,6 +500,9 @@ bool est_bnb_lightning(const struct gm_job *job);
  * for a matmul: 1, or 2 when the quantisation state's dtype is not the compute dtype (the
  * dequantised weight, then its cast). */
 unsigned est_bnb_dequant_copies(const struct gm_job *job);
+/* Whether Lightning's BitsandbytesPrecision computes in fp16 (its quantisation state's
+ * dtype): training under fp16-mixed, serving on a GPU without bf16 (weights.c). */
+bool est_bnb_compute_fp16(const struct gm_job *job);
 
 /* ---- fit.c ---- */
 

@@ -1591,6 +1591,18 @@ static enum gm_status check_adapters(const struct gm_job *j, struct gm_error *er
                            settings[qlora_only[i]].name);
     if (j->memory.adapter != GM_ADAPTER_NONE && j->mode != GM_EST_TRAIN)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "LoRA/QLoRA applies to --train");
+    /* BitsandbytesPrecision.__init__ raises for int8 with any dtype but torch.float16
+     * (src/lightning/fabric/plugins/precision/bitsandbytes.py, Lightning-AI/pytorch-lightning
+     * 71aed751, the commit LitGPT 8641822 pins) */
+    if (j->numerics.weight_format == GM_WEIGHTS_QUANT &&
+        j->numerics.quant.method == GM_QUANT_BNB_INT8 && est_bnb_lightning(j) &&
+        !est_bnb_compute_fp16(j))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--quant int8 with --model-impl litgpt needs fp16: Lightning's "
+                       "BitsandbytesPrecision refuses int8 with %s (%s)",
+                       j->mode == GM_EST_INFER ? "bf16-true" : "this --precision",
+                       j->mode == GM_EST_INFER ? "LitGPT's default where the GPU has bf16"
+                                               : "LitGPT's 16-true: --precision fp16-mixed");
     return GM_OK;
 }
 

@@ -294,8 +294,11 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         uint64_t head = est_bnb_lightning(j) ? gm_mul_sat(cx->pc.lm_head, 2 * copies) : 0;
         if ((st = est_add(e, GM_KIND_GATHERED, "nf4_dequant_buffer", head > b ? head : b,
                           GM_EST_PHASE_FORWARD_BACKWARD, true, GM_EXTENT_ONE_LAYER,
-                          head > b ? "the lm_head dequantised to fp16 and cast to bf16 during "
-                                     "its matmul (Lightning's BitsandbytesPrecision)"
+                          head > b ? (copies > 1 ? "the lm_head dequantised to fp16 and cast to "
+                                                   "bf16 during its matmul (Lightning's "
+                                                   "BitsandbytesPrecision)"
+                                                 : "the lm_head dequantised to fp16 for its "
+                                                   "matmul (Lightning's BitsandbytesPrecision)")
                                    : "bf16 dequantised copy of the largest linear (and its "
                                      "successor) during its matmul",
                           err)))

@@ -271,6 +271,16 @@ enum gm_status est_stage_model(struct est_ctx *cx, struct gm_error *err)
                    b, (m->from_shapes & (m->from_shapes - 1)) ? "them" : "it");
     }
     cx->quant = est_job_quant(j);
+    /* Lightning's BitsandbytesPrecision (weights.c est_bnb_lightning()) */
+    if (est_bnb_lightning(j) && (j->memory.adapter == GM_ADAPTER_QLORA ||
+                                 (cx->quant && (cx->quant->method == GM_QUANT_BNB_NF4 ||
+                                                cx->quant->method == GM_QUANT_BNB_FP4 ||
+                                                cx->quant->method == GM_QUANT_BNB_INT8))))
+        est_assume(e,
+                   "bitsandbytes through Lightning: every linear quantised, the lm_head too, "
+                   "from an fp16 copy; a matmul dequantises to fp16, then casts to the compute "
+                   "dtype: %s",
+                   est_bnb_dequant_copies(j) > 1 ? "two 16-bit copies" : "one copy (fp16 compute)");
     if ((st = check_format(cx, counted, err)) != GM_OK)
         return st;
     cx->stored_bits = j->numerics.weight_format == GM_WEIGHTS_BITS ? j->numerics.weight_bits

@@ -227,61 +227,119 @@ static const char *zero_ipg_width(const struct gm_job *j)
  * elements (PartitionedParameterCoordinator.__params_to_release: it walks
  * __submodule_order from the current step and stops once the elements walked reach the
  * distance; deepspeed/runtime/zero/partitioned_param_coordinator.py, the same from v0.8.0,
- * bf6b980, to v0.16.4, 38327e0).  A module used again is its own backward (or, under
- * checkpointing, its recomputation): the forward's last modules stay gathered into the
- * backward.  With H the elements of the lm_head (the forward's last module, whose backward
- * comes next: always kept) and c the fetches a layer has in the backward (1, 2 when it is
- * recomputed), a layer element with s layer elements after it in the forward comes back
- * after H + s (the rest of the forward) + H + c s (the backward before it): the last
- * (R - 2H) / (1 + c) layer elements stay gathered from their forward to their backward,
- * and an untied embedding too when every layer does and (1 + c) L + 2H < R.  This is the
- * most at once, at the start of the backward; one of those layers, the one computed, is
- * already counted by gathered_params.  Elements, not bytes: DeepSpeed counts ds_numel. */
+ * bf6b980, to v0.16.4, 38327e0).  The elements are the rank's own (ds_numel): under tensor
+ * parallelism a layer's / tp, and a QLoRA base as packed 4-bit storage in the 16-bit
+ * bnb_4bit_quant_storage that PEFT's ZeRO-3 QLoRA recipe sets (huggingface/peft
+ * docs/source/accelerate/deepspeed.md, 09802c1b): its stored bytes / 2.
+ * A module used again is its own backward (or, under checkpointing, its recomputation).
+ * The lm_head (H elements, the forward's last module, whose backward comes next) is always
+ * kept from its forward to its own backward, and no longer: its post-backward hook
+ * (parameter_offload.py _post_backward_module_hook, 38327e0) releases it once nothing
+ * ahead in the trace uses it, before the layers' backward, so it is live at the loss only.
+ * With c_j the fetches layer j has in the backward (1, 2 when it is recomputed), a layer
+ * element with s layer elements after it in the forward comes back after H + s (the rest of
+ * the forward) + H + the sum of c_j n_j over the layers after it (their backward): with one c
+ * for all, the last (R - 2H) / (1 + c) layer elements stay gathered from their forward to
+ * their backward.  A trainable embedding
+ * (full training; a frozen one has no backward to fetch it for) comes back in the
+ * embedding's backward, at the end of the backward: untied, kept when every layer is and
+ * (1 + c) L + 2H < R; tied to the lm_head, the shared weight is kept from the lm_head's
+ * backward on when the layers' backward, c L, is within R.  The prefetch skips what is
+ * still gathered (__all_gather_params fetches only NOT_AVAILABLE parameters), so of the
+ * kept layers the one computed (gathered_params) and the one prefetched (gathered_prefetch)
+ * are already counted at the start of backward, the prefetched one at the loss. */
 static enum gm_status add_zero3_reused(struct est_ctx *cx, double unit, uint64_t layer_p,
                                        struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
     const struct gm_model *m = cx->m;
-    double R = (double)j->parallel.zero_reuse_distance, t = (double)j->parallel.tp, L, H, E = 0;
-    double c = 1.0, keep, bytes, root_b;
+    double R = (double)j->parallel.zero_reuse_distance, t = (double)j->parallel.tp;
+    double keep, walked, c_layers = 0, kept_b, L, H, E = 0, tied = 0, root_b, elem_b, lay_n;
+    double head_b, one;
+    bool trainable = j->memory.adapter == GM_ADAPTER_NONE;
     char note[GM_EST_NOTE_MAX];
     enum gm_status st;
 
-    if (!m || !layer_p || R <= 0)
+    if (!m || !layer_p || R <= 0 || unit <= 0)
         return GM_OK;
-    L = (double)layer_p * (double)est_total_layers(m);
-    H = (double)(cx->pc.lm_head ? cx->pc.lm_head : cx->pc.embedding);
-    if (j->memory.checkpointing == GM_CKPT_FULL && est_total_layers(m) > 0)
-        c += floor((double)est_total_layers(m) / (double)j->memory.checkpoint_every) /
-             (double)est_total_layers(m);
-    keep = (R - 2.0 * H) / (1.0 + c);
-    keep = keep < 0 ? 0 : keep > L ? L : keep;
-    if (keep >= L && cx->pc.lm_head && (1.0 + c) * L + 2.0 * H < R)
-        E = (double)cx->pc.embedding;
-    root_b = j->memory.adapter != GM_ADAPTER_NONE
-                 ? (double)est_frozen_rest_bytes(j)
-                 : (double)est_weight_elem_bytes(j->numerics.precision);
-    /* the layers as gathered_params sizes them (the frozen base as stored, the expert
-     * share, / tp), less the one it counts */
-    bytes = keep / (double)layer_p * unit;
-    bytes = bytes - (bytes < unit ? bytes : unit) + (H + E) * root_b / t;
-    if (bytes < 1.0)
-        return GM_OK;
-    if (keep > 0)
-        snprintf(note, sizeof note,
-                 "kept gathered into the backward (stage3_max_reuse_distance %.0f): the lm_head "
-                 "and the last %.1f layers%s",
-                 R, keep / (double)layer_p, E > 0 ? " and the embedding" : "");
-    else
-        snprintf(note, sizeof note,
-                 "kept gathered into the backward (stage3_max_reuse_distance %.0f): the lm_head, "
-                 "which its backward uses next",
-                 R);
-    st = est_add(cx->e, GM_KIND_GATHERED, "zero3_reused_params", est_round(bytes),
-                 GM_EST_PHASE_SAVED, true, GM_EXTENT_ENDS, note, err);
-    if (st == GM_OK)
+    root_b = trainable ? (double)est_weight_elem_bytes(j->numerics.precision)
+                       : (double)est_frozen_rest_bytes(j);
+    /* one layer's ds_numel on this rank: its bytes as gathered_params sizes them (the
+     * frozen base as stored, the expert share, / tp) over the storage element */
+    elem_b = j->memory.adapter == GM_ADAPTER_QLORA ? 2.0 : root_b;
+    lay_n = unit / elem_b;
+    L = lay_n * (double)est_total_layers(m);
+    H = (double)(cx->pc.lm_head ? cx->pc.lm_head : cx->pc.embedding) / t;
+    /* from the last layer down, each with its own c: --checkpoint-every k recomputes the
+     * layers whose 1-based index is a multiple of k (torchtitan _apply_layer_sac,
+     * _layer_sac_count % ac_freq == 0, 1f029641), so the last one may or may not be */
+    keep = 0;
+    walked = 2.0 * H;
+    for (uint64_t i = est_total_layers(m); i-- > 0;) {
+        double ci =
+            j->memory.checkpointing == GM_CKPT_FULL &&
+                    (i + 1) % (j->memory.checkpoint_every ? j->memory.checkpoint_every : 1) == 0
+                ? 2.0
+                : 1.0;
+        double f = walked < R ? (R - walked) / ((1.0 + ci) * lay_n) : 0.0;
+        keep += (f < 1.0 ? f : 1.0) * lay_n;
+        walked += (1.0 + ci) * lay_n;
+        c_layers += ci * lay_n;
+    }
+    if (trainable && cx->pc.lm_head && keep >= L && walked < R)
+        E = (double)cx->pc.embedding / t;
+    if (trainable && !cx->pc.lm_head && c_layers < R)
+        tied = H;
+    kept_b = keep / lay_n * unit;
+    head_b = tied > 0 ? 0 : H * root_b;
+    /* at the start of backward two kept layers are counted already, at the loss one */
+    one = kept_b < unit ? kept_b : unit;
+    kept_b -= one;
+    head_b += kept_b < unit ? kept_b : unit;
+    kept_b -= kept_b < unit ? kept_b : unit;
+    snprintf(note, sizeof note,
+             "kept gathered from its forward to its backward (stage3_max_reuse_distance %.0f "
+             "elements): %s",
+             R,
+             tied > 0                    ? "one of the last layers"
+             : head_b > H * root_b + 0.5 ? "the lm_head and one of the last layers"
+                                         : "the lm_head, which its backward uses next");
+    if (head_b >= 1.0) {
+        st = est_add(cx->e, GM_KIND_GATHERED, "zero3_reused_head", est_round(head_b),
+                     GM_EST_PHASE_LOSS, true, GM_EXTENT_HEAD, note, err);
+        if (st != GM_OK)
+            return st;
         est_set_stream(cx->e, GM_EST_STREAM_UNSHARD);
-    return st;
+    }
+    if (kept_b >= 1.0) {
+        snprintf(note, sizeof note,
+                 "the last %.1f layers kept gathered into the backward "
+                 "(stage3_max_reuse_distance %.0f elements), less the two gathered anyway",
+                 keep / lay_n, R);
+        st = est_add(cx->e, GM_KIND_GATHERED, "zero3_reused_params", est_round(kept_b),
+                     GM_EST_PHASE_SAVED, true, GM_EXTENT_ENDS, note, err);
+        if (st != GM_OK)
+            return st;
+        est_set_stream(cx->e, GM_EST_STREAM_UNSHARD);
+    }
+    if (E + tied > 0) {
+        snprintf(note, sizeof note,
+                 "the %s embedding kept gathered until its backward, at the end of the "
+                 "backward (stage3_max_reuse_distance %.0f elements)",
+                 tied > 0 ? "tied" : "untied", R);
+        st = est_add(cx->e, GM_KIND_GATHERED, "zero3_reused_embedding",
+                     est_round((E + tied) * root_b), GM_EST_PHASE_SAVED | GM_EST_PHASE_BACKWARD_END,
+                     true, GM_EXTENT_ENDS, note, err);
+        if (st != GM_OK)
+            return st;
+        est_set_stream(cx->e, GM_EST_STREAM_UNSHARD);
+    }
+    est_assume(cx->e,
+               "ZeRO-3 keeps gathered what comes back within %.0f elements "
+               "(stage3_max_reuse_distance, DeepSpeed's default 1e9), as from the third step "
+               "on, once its trace is complete",
+               R);
+    return GM_OK;
 }
 
 /* What ZeRO-3 and FSDP gather: one decoder layer at a time (FSDP's unit with transformer

@@ -134,9 +134,20 @@ bool est_bnb_lightning(const struct gm_job *job)
     return job->stack.model_impl == GM_MODEL_IMPL_LITGPT;
 }
 
+/* The dtype Lightning's plugin computes in: a training job's --precision; a serving job's
+ * the precision LitGPT picks, get_default_supported_precision(training=False) in
+ * lit_gpt/utils.py (LitGPT 8641822): "bf16-true" where the GPU has bf16, "16-true" before
+ * compute capability 8.0 (T4, V100) */
+bool est_bnb_compute_fp16(const struct gm_job *job)
+{
+    if (job->mode == GM_EST_INFER)
+        return job->gpu.sm && job->gpu.sm < 80;
+    return job->numerics.precision == GM_PREC_FP16_MIXED;
+}
+
 unsigned est_bnb_dequant_copies(const struct gm_job *job)
 {
-    return est_bnb_lightning(job) && job->numerics.precision != GM_PREC_FP16_MIXED ? 2 : 1;
+    return est_bnb_lightning(job) && !est_bnb_compute_fp16(job) ? 2 : 1;
 }
 
 const struct gm_quant *est_job_quant(const struct gm_job *job)

@@ -466,70 +466,187 @@ static void test_bnb_lightning(void **state)
     assert_int_equal(gm_estimate_run(&j, &lit, &e), GM_OK);
     assert_int_equal(component(lit, "nf4_dequant_buffer"), head * 2 * 2);
     assert_true(lit->lora.base_weight_bytes < hf->lora.base_weight_bytes);
+    /* fp16 compute (LitGPT's "16-true", finetune/lora.py 8641822; gpumem's nearest is
+     * fp16-mixed): the state's fp16 is the compute dtype, no cast, one copy of the lm_head
+     * (above a layer's largest linear beside its successor, 2 x 2 B) */
+    gm_estimate_free(lit);
+    lit = NULL;
+    j.numerics.precision = GM_PREC_FP16_MIXED;
+    assert_int_equal(gm_estimate_run(&j, &lit, &e), GM_OK);
+    assert_int_equal(component(lit, "nf4_dequant_buffer"), head * 2);
     gm_estimate_free(hf);
     gm_estimate_free(lit);
+    hf = lit = NULL;
+    /* serving on a T4 (no bf16): LitGPT picks "16-true" (lit_gpt/utils.py
+     * get_default_supported_precision, 8641822), so the prompt's lm_head is dequantised
+     * once, whatever the training-only --precision says */
+    gm_job_init(&j);
+    j.mode = GM_EST_INFER;
+    j.model.model = m;
+    j.workload.batch = 1;
+    j.workload.context = 6;
+    j.workload.new_tokens = 50;
+    assert_int_equal(gm_job_set(&j, "quant", "nf4", &e), GM_OK);
+    assert_int_equal(gm_job_set(&j, "model-impl", "litgpt", &e), GM_OK);
+    assert_int_equal(gm_job_set(&j, "gpu", "T4", &e), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &lit, &e), GM_OK);
+    assert_int_equal(component(lit, "nf4_dequant_buffer"), head * 2);
+    gm_estimate_free(lit);
+}
+
+/* Bytes of a component, 0 when the estimate has none. */
+static uint64_t component_or0(const struct gm_estimate *e, const char *name)
+{
+    uint64_t b = component(e, name);
+    return b == UINT64_MAX ? 0 : b;
 }
 
 /* ZeRO-3's reuse distance (DeepSpeed PartitionedParameterCoordinator.__params_to_release,
  * deepspeed/runtime/zero/partitioned_param_coordinator.py, v0.8.0 to v0.16.4): a module's
  * parameters stay gathered when the modules fetched before their next use hold fewer than
- * stage3_max_reuse_distance elements.  The lm_head's next use is its own backward, right
- * after the loss: kept whatever the distance; a layer element with s layer elements after
- * it comes back after 2H + 2s elements (3s when every layer is recomputed); with a distance
- * beyond the whole model everything stays gathered, the untied embedding too. */
+ * stage3_max_reuse_distance of the rank's elements (ds_numel: / tp).  The lm_head's next use
+ * is its own backward, right after the loss: kept whatever the distance, and released by its
+ * post-backward hook, so at the loss only; a layer element with s layer elements after it
+ * comes back after 2H + 2s elements (3s when every layer is recomputed; each layer after it
+ * with its own c when only some are); with a distance beyond the whole model everything stays
+ * gathered, the trainable untied embedding until its backward at the end.  Of the kept layers the
+ * one computed and the one prefetched are counted by gathered_params and gathered_prefetch. */
 static void test_zero3_reuse_distance(void **state)
 {
     const struct gm_model *m = gm_model_catalog_find("llama-2-7b");
-    const uint64_t H = 32000ull * 4096; /* the untied lm_head */
+    const uint64_t H = 32000ull * 4096; /* the untied lm_head, also the embedding */
     struct gm_estimate *z = NULL;
     struct gm_job j;
     struct gm_error e;
-    uint64_t unit, kept_plain, kept_ckpt;
+    uint64_t unit, kept;
     (void)state;
     assert_non_null(m);
     train_job(&j, m);
     j.numerics.precision = GM_PREC_BF16;
     j.parallel.gpus = 2;
     j.parallel.shard = GM_SHARD_ZERO3;
-    /* a distance of 1000 elements: only the lm_head (bf16) stays, between its forward and
-     * its backward (the loss and the start of backward) */
+    /* a distance of 1000 elements: only the lm_head (bf16) stays, from its forward to its
+     * own backward: the loss, not the layers' backward */
     j.parallel.zero_reuse_distance = 1000;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
-    assert_int_equal(component(z, "zero3_reused_params"), H * 2);
-    assert_int_equal(component_phases(z, "zero3_reused_params"), GM_EST_PHASE_SAVED);
-    /* 0: every module released after use (DeepSpeed before a trace is complete) */
+    assert_int_equal(component(z, "zero3_reused_head"), H * 2);
+    assert_int_equal(component_phases(z, "zero3_reused_head"), GM_EST_PHASE_LOSS);
+    assert_int_equal(component(z, "zero3_reused_params"), UINT64_MAX);
+    assert_int_equal(component(z, "zero3_reused_embedding"), UINT64_MAX);
+    /* 0: every module released after use (DeepSpeed before a trace is complete).  The
+     * lm_head gathered again for its own backward is not counted at the loss: a known
+     * under-count there, not a DeepSpeed fact */
     j.parallel.zero_reuse_distance = 0;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero3_reused_head"), UINT64_MAX);
     assert_int_equal(component(z, "zero3_reused_params"), UINT64_MAX);
-    /* beyond the model: all of it gathered at the start of backward, one layer of it counted
-     * as the layer computed (gathered_params) */
+    /* beyond the model: at the start of backward every layer and the embedding gathered,
+     * two layers of them counted as the layer computed and the one prefetched */
     j.parallel.zero_reuse_distance = 1000000000000000ull;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
     unit = component(z, "gathered_params");
     assert_true(unit > 0 && unit != UINT64_MAX);
+    assert_int_equal(component(z, "gathered_prefetch"), unit);
+    assert_int_equal(component(z, "zero3_reused_embedding"), H * 2);
+    assert_int_equal(component_phases(z, "zero3_reused_embedding"),
+                     GM_EST_PHASE_SAVED | GM_EST_PHASE_BACKWARD_END);
+    assert_int_equal(component_phases(z, "zero3_reused_params"), GM_EST_PHASE_SAVED);
+    /* at the loss, the last layer is the prefetched one: the lm_head and one layer more */
+    assert_int_equal(component(z, "zero3_reused_head"), H * 2 + unit);
     {
-        uint64_t all = component(z, "zero3_reused_params") + unit;
-        /* the whole model in bf16, within the rounding of one layer's average */
-        assert_true(all <= z->n_params * 2 && z->n_params * 2 - all < 64);
+        /* the whole model in bf16 less the lm_head and the final norm, within rounding */
+        uint64_t all = component(z, "zero3_reused_params") + H * 2 + 2 * unit;
+        uint64_t want = z->n_params * 2 - H * 2;
+        assert_true(all <= want && want - all < 4096 * 2 + 64);
     }
     /* DeepSpeed's default 1e9: the last (1e9 - 2H) / 2 layer elements without
-     * checkpointing, (1e9 - 2H) / 3 when every layer is recomputed */
+     * checkpointing (1.8 layers: the one computed, 0.8 of the prefetched one, at the loss
+     * the 0.8 beside the prefetched last layer) */
     j.parallel.zero_reuse_distance = 1000000000;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
-    kept_plain = component(z, "zero3_reused_params") + unit - H * 2;
+    kept =
+        component(z, "zero3_reused_head") - H * 2 + unit + component_or0(z, "zero3_reused_params");
+    assert_true(kept / 2 >= (1000000000 - 2 * H) / 2 - 2 &&
+                kept / 2 <= (1000000000 - 2 * H) / 2 + 2);
+    /* a LoRA job: the frozen embedding has no backward, nothing keeps it */
+    j.parallel.zero_reuse_distance = 1000000000000000ull;
+    j.memory.adapter = GM_ADAPTER_LORA;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    assert_int_equal(component(z, "zero3_reused_embedding"), UINT64_MAX);
+    j.memory.adapter = GM_ADAPTER_NONE;
+    j.parallel.zero_reuse_distance = 1000000000;
+    /* every layer recomputed: (1e9 - 2H) / 3 */
     j.memory.checkpointing = GM_CKPT_FULL;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
-    kept_ckpt = component(z, "zero3_reused_params") + unit - H * 2;
-    assert_true(kept_plain / 2 >= (1000000000 - 2 * H) / 2 - 2 &&
-                kept_plain / 2 <= (1000000000 - 2 * H) / 2 + 2);
-    assert_true(kept_ckpt / 2 >= (1000000000 - 2 * H) / 3 - 2 &&
-                kept_ckpt / 2 <= (1000000000 - 2 * H) / 3 + 2);
+    kept =
+        component(z, "zero3_reused_head") - H * 2 + unit + component_or0(z, "zero3_reused_params");
+    assert_true(kept / 2 >= (1000000000 - 2 * H) / 3 - 2 &&
+                kept / 2 <= (1000000000 - 2 * H) / 3 + 2);
+    /* every second layer recomputed, counted from 1 (torchtitan _apply_layer_sac): the last
+     * layer (the 32nd) is, and comes back after 3 n; the 31st is not: of it
+     * (1e9 - 2H - 3n) / 2 elements stay, n = unit / 2 (not an average c of 1.5) */
+    j.memory.checkpoint_every = 2;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    kept =
+        component(z, "zero3_reused_head") - H * 2 + unit + component_or0(z, "zero3_reused_params");
+    {
+        uint64_t n = unit / 2, want = n + (1000000000 - 2 * H - 3 * n) / 2;
+        assert_true(kept / 2 >= want - 2 && kept / 2 <= want + 2);
+    }
+    /* tp 2: the rank's elements are halves, so (1e9 - 2H/2) / 2 of them stay (4.3 layers of
+     * the rank's halves), in bytes of its half-layers */
+    j.memory.checkpointing = GM_CKPT_NONE;
+    j.memory.checkpoint_every = 1;
+    j.parallel.gpus = 4;
+    j.parallel.tp = 2;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    unit = component(z, "gathered_params");
+    assert_int_equal(component(z, "zero3_reused_head"), H * 2 / 2 + unit);
+    kept = component(z, "zero3_reused_params") + 2 * unit;
+    assert_true(kept / 2 >= (1000000000 - H) / 2 - 2 && kept / 2 <= (1000000000 - H) / 2 + 2);
+    /* QLoRA: a layer's elements are its packed 4-bit storage in 16-bit words (PEFT's ZeRO-3
+     * QLoRA recipe, bnb_4bit_quant_storage bf16), its stored bytes / 2: (1e9 - 2H) / 2 of
+     * them stay, 5.6 of the NF4 layers where the whole-model count would keep 1.8 */
+    j.parallel.gpus = 2;
+    j.parallel.tp = 1;
+    j.memory.adapter = GM_ADAPTER_QLORA;
+    assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+    unit = component(z, "gathered_params");
+    kept = component(z, "zero3_reused_params") + 2 * unit;
+    assert_true(kept / 2 >= (1000000000 - 2 * H) / 2 - 2 &&
+                kept / 2 <= (1000000000 - 2 * H) / 2 + 2);
+    j.memory.adapter = GM_ADAPTER_NONE;
     /* FSDP has no such rule */
     j.parallel.shard = GM_SHARD_FSDP;
     j.parallel.fsdp_version = 2;
     assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
     assert_int_equal(component(z, "zero3_reused_params"), UINT64_MAX);
+    assert_int_equal(component(z, "zero3_reused_head"), UINT64_MAX);
     gm_estimate_free(z);
+    z = NULL;
+    {
+        /* a tied embedding (Qwen2.5-0.5B, 24 layers of 14.9 M): the shared weight, kept from
+         * the lm_head's backward to the embedding's (c L = 358 M elements < 1e9), is live to
+         * the end of the backward; at the loss only the prefetched layer's neighbour is
+         * added.  Frozen (LoRA), the embedding has no backward and is released. */
+        const struct gm_model *q = gm_model_catalog_find("qwen2.5-0.5b");
+        const uint64_t E = 151936ull * 896;
+        assert_non_null(q);
+        train_job(&j, q);
+        j.numerics.precision = GM_PREC_BF16;
+        j.parallel.gpus = 2;
+        j.parallel.shard = GM_SHARD_ZERO3;
+        j.parallel.zero_reuse_distance = 1000000000;
+        assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+        assert_int_equal(component(z, "zero3_reused_embedding"), E * 2);
+        assert_int_equal(component_phases(z, "zero3_reused_embedding"),
+                         GM_EST_PHASE_SAVED | GM_EST_PHASE_BACKWARD_END);
+        assert_int_equal(component(z, "zero3_reused_head"), component(z, "gathered_params"));
+        j.memory.adapter = GM_ADAPTER_LORA;
+        assert_int_equal(gm_estimate_run(&j, &z, &e), GM_OK);
+        assert_int_equal(component(z, "zero3_reused_embedding"), UINT64_MAX);
+        gm_estimate_free(z);
+    }
 }
 
 /* Pipeline: the first stage keeps p micro-batches of L/p layers (= L layers' worth), the
