@@ -111,7 +111,7 @@ static inline bool gm_lod_axis_first_time_at(const struct gm_lod_axis *a, double
 {
     /* here x_of_time(t) is t - t0 exactly: the least whole number of microseconds at or
      * above x, from t0 (only then x itself is read as a whole number) */
-    if (!(x >= -0x1p52 && x <= 0x1p52))
+    if (!(x >= -4503599627370496.0 && x <= 4503599627370496.0)) /* 2^52 */
         return false;
     int64_t d = (int64_t)x;
     d += (double)d < x;
