@@ -104,6 +104,23 @@ static inline double gm_lod_axis_x_of_time(const struct gm_lod_axis *a, int64_t 
     return (double)v;
 }
 
+/* The least time whose x on time axis 'a' (gm_lod_axis_x_of_time()) reaches x, into *t_us;
+ * false when no time in int64 does, or x is outside [-2^52, 2^52] (where the x of a time,
+ * a double, may round and no least time is told). */
+static inline bool gm_lod_axis_first_time_at(const struct gm_lod_axis *a, double x, int64_t *t_us)
+{
+    /* here x_of_time(t) is t - t0 exactly: the least whole number of microseconds at or
+     * above x, from t0 (only then x itself is read as a whole number) */
+    if (!(x >= -4503599627370496.0 && x <= 4503599627370496.0)) /* 2^52 */
+        return false;
+    int64_t d = (int64_t)x;
+    d += (double)d < x;
+    if (d > 0 ? a->t0_us > INT64_MAX - d : a->t0_us < INT64_MIN - d)
+        return false;
+    *t_us = a->t0_us + d;
+    return true;
+}
+
 /* x of each event ks[i] (any order; the values gm_lod_axis_x() takes) into xs[i], in one
  * walk of the trace up to the largest (none when the axis keeps its x's): for many
  * moments, where gm_lod_axis_x() would decode up to a checkpoint's worth of events for

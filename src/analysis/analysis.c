@@ -262,6 +262,16 @@ static inline bool in_step_range(struct step_ranges *r, const struct gm_snapshot
     return false;
 }
 
+/* After in_step_range() answered at an event, the least time from which a later event (times
+ * going forward) may get another answer or change its state: the current range's start
+ * before it has started, the time past its end inside it (the end is in the range).  *never
+ * when no later time does: past the last range, or inside one that ends at INT64_MAX. */
+static inline int64_t step_ranges_next_change(const struct step_ranges *r, bool *never)
+{
+    *never = r->i >= r->n || (r->started && r->close[r->i] == INT64_MAX);
+    return *never ? 0 : r->started ? r->close[r->i] + 1 : r->open[r->i];
+}
+
 /* A step of this many microseconds or more is kept in dt_wide[]: the steps between events
  * are mostly far shorter than 65 ms, so two bytes an event hold them. */
 #define DT_WIDE UINT16_MAX
@@ -408,6 +418,18 @@ static void scan_drop_times(struct scan *s)
         gm_budget_give(&s->budget, times_release(&s->tm));
 }
 
+/* At the end of the scan (its last event's time in s->last_t): the times are dropped when
+ * they went back, from INT64_MAX past INT64_MIN, so that no sum of kept times overflows.
+ * Any other step back is one of 2^32 us or more, dropped by scan_wide_step(); so is a
+ * wrap of 2^32 us or more.  A smaller one is found from the blocks: the steps of a block
+ * add up to less than 2^40, so the times wrapped from one block's first event to the next
+ * (scan_event()), or to the last event, exactly when the later time is below the earlier. */
+static void scan_times_end(struct scan *s)
+{
+    if (s->tm.dt && s->n && s->last_t < s->tm.blocks[(s->n - 1) >> TB_SHIFT].time_us)
+        scan_drop_times(s);
+}
+
 /* Keep the step 'd' (DT_WIDE or more) of event k in dt_wide[]; the times are dropped when
  * it cannot be kept (2^32 us or more, or beyond the budget). */
 static void scan_wide_step(struct scan *s, size_t k, uint64_t d)
@@ -513,10 +535,11 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
             scan_wide_step(s, k, d);
         if (s->tm.dt && !(k & ((1u << TB_SHIFT) - 1))) {
             size_t b = k >> TB_SHIFT;
-            if (b >= s->tm.cap_blocks &&
-                !scan_grow_kept(s, (void **)&s->tm.blocks, &s->tm.cap_blocks, b + 1,
-                                sizeof(*s->tm.blocks)))
-                scan_drop_times(s);
+            if ((b > 0 && e->time_us < s->tm.blocks[b - 1].time_us) ||
+                (b >= s->tm.cap_blocks &&
+                 !scan_grow_kept(s, (void **)&s->tm.blocks, &s->tm.cap_blocks, b + 1,
+                                 sizeof(*s->tm.blocks))))
+                scan_drop_times(s); /* (a wrap: scan_times_end()) */
             else
                 s->tm.blocks[b] = (struct ana_time_block){e->time_us, s->tm.n_dt_wide};
         }
@@ -698,6 +721,7 @@ static struct scan *scan_taken(struct work *w, const struct raw_rule *rule)
     map_bytes = s->map.slots ? (uint64_t)(s->map.mask + 1) * sizeof(struct gm_map_slot) : 0;
     s->map.budget = NULL;
     gm_budget_give(&s->budget, map_bytes);
+    scan_times_end(s);
     if (s->abandoned || s->n != w->sd->n_events ||
         (rule->steps.n && (!s->tm.dt || s->n_timed != s->n)))
         goto out_release;
@@ -752,15 +776,12 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
      * answers the same without a change of its state (before the current range's start, or
      * up to its end), found by the times' blocks; each of those takes its stack's raw phase
      * as above, with that answer */
-    const int64_t *open = r.steps.open, *close = r.steps.close;
     size_t n = s->n, k = 0;
     t.time_us = (int64_t)time; /* event 0's (its step is 0) */
     while (k < n) {
         bool in = in_step_range(&r.steps, &t);
-        bool to_end = r.steps.i >= r.steps.n || (r.steps.started && close[r.steps.i] == INT64_MAX);
-        int64_t stop = to_end            ? 0
-                       : r.steps.started ? close[r.steps.i] + 1 /* the first time past the end */
-                                         : open[r.steps.i];
+        bool to_end;
+        int64_t stop = step_ranges_next_change(&r.steps, &to_end);
         int64_t tj = t.time_us;
         size_t j = n;
         if (!to_end)
@@ -850,6 +871,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             if (!scan_event(&s, c.index, e, snap, &walk_rule, phase))
                 goto stopped;
         s.n = n;
+        scan_times_end(&s);
     }
     w->trace_has_frames = s.has_frames;
     w->n_timed = s.n_timed;
@@ -1460,6 +1482,79 @@ static inline void iteration_peak(struct gm_analysis_iteration *iv, int64_t k, u
     }
 }
 
+/* The running state of the series pass that its allocations and frees change. */
+struct changes {
+    const struct work *w;
+    size_t *ai, *fi;
+    int64_t *next_alloc, *next_free;
+    uint64_t *cur, *total, *unexplained, *lifetime;
+};
+
+/* The changes of event j, the one rule of every loop of the series pass: its allocation,
+ * then its free (an event is one or the other; one that were both would have both taken, in
+ * that order, and its bytes after both are the event's).  Returns the allocation, NULL when
+ * none. */
+static GM_INLINE_ALWAYS const struct gm_analysis_alloc *take_changes_at(const struct changes *c,
+                                                                        int64_t j)
+{
+    const struct gm_analysis_alloc *a = NULL;
+    if (j == *c->next_alloc)
+        a = take_alloc(c->w->dev, c->ai, c->next_alloc, c->cur, c->total, c->unexplained,
+                       c->lifetime);
+    if (j == *c->next_free)
+        take_free(c->w, c->fi, c->next_free, c->cur, c->total, c->unexplained, c->lifetime);
+    return a;
+}
+
+/* The changes of the next event before j that has any (take_changes_at()), the allocations
+ * and frees taken in trace order; with an allocation, the peak of iteration iv (NULL: none)
+ * when the event is inside it.  Returns that event, -1 when none is before j. */
+static GM_INLINE_ALWAYS int64_t take_changes_before(const struct changes *c, int64_t j,
+                                                    struct gm_analysis_iteration *iv)
+{
+    /* (-2, none, is above every event; take_changes_at()'s rule, its tests in the order of
+     * the likely) */
+    uint64_t a = (uint64_t)*c->next_alloc, f = (uint64_t)*c->next_free;
+    if (f < a) {
+        if (f >= (uint64_t)j)
+            return -1;
+        take_free(c->w, c->fi, c->next_free, c->cur, c->total, c->unexplained, c->lifetime);
+        return (int64_t)f;
+    }
+    if (a >= (uint64_t)j)
+        return -1;
+    take_alloc(c->w->dev, c->ai, c->next_alloc, c->cur, c->total, c->unexplained, c->lifetime);
+    if (a == f)
+        take_free(c->w, c->fi, c->next_free, c->cur, c->total, c->unexplained, c->lifetime);
+    if (iv)
+        iteration_peak(iv, (int64_t)a, c->w->phase[a], *c->total, c->cur);
+    return (int64_t)a;
+}
+
+/* The flags gm_lod_add() or gm_lod_add_here() answered for event k: it is its bucket's
+ * minimum (slot[0]) or maximum (slot[1]) point. */
+static inline void set_min_max(struct gm_analysis_point *slot, unsigned fl, int64_t k,
+                               const struct gm_snapshot_event *e, uint8_t ph, uint64_t total,
+                               uint64_t reserved, const uint64_t *cur)
+{
+    if (fl & GM_LOD_MIN)
+        set_point(&slot[0], k, e, ph, total, reserved, cur);
+    if (fl & GM_LOD_MAX)
+        set_point(&slot[1], k, e, ph, total, reserved, cur);
+}
+
+/* The series' rule for event k in the bucket of the event before (slot: that bucket's
+ * points): a total other than the one before (prev_total) is offered to its minimum and
+ * maximum; the same total makes neither (that value is in the bucket already). */
+static GM_INLINE_ALWAYS void offer_total(struct gm_lod *lod, struct gm_analysis_point *slot,
+                                         uint64_t prev_total, int64_t k,
+                                         const struct gm_snapshot_event *e, uint8_t ph,
+                                         uint64_t total, uint64_t reserved, const uint64_t *cur)
+{
+    if (total != prev_total)
+        set_min_max(slot, gm_lod_add_here(lod, k, total), k, e, ph, total, reserved, cur);
+}
+
 /* The first event after k that is the peak, an iteration's first or last event or the one
  * before its first (the last event when none is); *it: the first iteration that may hold
  * one, moved forward. */
@@ -1576,6 +1671,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     int64_t next_alloc = alloc_event_of(dev, ai);
     int64_t next_free = free_event_of(w, fi);
     int64_t next_seg = si < seg->n ? seg->ev[si].k : -2;
+    const struct changes ch = {w,   &ai,    &fi,          &next_alloc, &next_free,
+                               cur, &total, &unexplained, &lifetime};
     struct ana_user_cursor uc;
     ana_user_cursor_init(&uc, dev);
     if (read_trace)
@@ -1635,14 +1732,9 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
         if (k >= 0) {
             if (up != UINT32_MAX)
                 dev->user_phases[up].n_events++;
-            if (k == next_alloc) {
-                const struct gm_analysis_alloc *a =
-                    take_alloc(dev, &ai, &next_alloc, cur, &total, &unexplained, &lifetime);
-                if (up != UINT32_MAX)
-                    dev->user_phases[up].allocated_bytes += a->bytes;
-            }
-            if (k == next_free)
-                take_free(w, &fi, &next_free, cur, &total, &unexplained, &lifetime);
+            const struct gm_analysis_alloc *a = take_changes_at(&ch, k);
+            if (a && up != UINT32_MAX)
+                dev->user_phases[up].allocated_bytes += a->bytes;
             /* only a segment event changes it (the first event sets it from the raw start);
              * read by the series and the totals alone */
             if (series || lt) {
@@ -1709,17 +1801,16 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
         if (series) {
             /* a point of the value before in the same bucket makes no minimum or maximum
              * (that value is in the bucket already): it is left out */
-            unsigned fl = !same_b               ? gm_lod_add(&lod, x, k, total)
-                          : total != prev_total ? gm_lod_add_here(&lod, k, total)
-                                                : 0;
             if (all)
                 set_point(&dev->points[p], k, e, ph, total, reserved, cur);
             else if (k < 0)
                 set_point(&dev->points[0], k, e, ph, total, reserved, cur);
-            if (fl & GM_LOD_MIN)
-                set_point(&slots[3 * (size_t)b], k, e, ph, total, reserved, cur);
-            if (fl & GM_LOD_MAX)
-                set_point(&slots[3 * (size_t)b + 1], k, e, ph, total, reserved, cur);
+            if (!same_b)
+                set_min_max(&slots[3 * (size_t)b], gm_lod_add(&lod, x, k, total), k, e, ph, total,
+                            reserved, cur);
+            else
+                offer_total(&lod, &slots[3 * (size_t)b], prev_total, k, e, ph, total, reserved,
+                            cur);
         }
         prev_e = e;
         prev_ph = ph;
@@ -1739,17 +1830,15 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                     to = next_seg;
                 if (k < 0 || !(x_next >= 0) || (!isinf(x_next) && x_next > 0x1p52))
                     to = k + 1; /* the first event; a bucket whose end is not known */
-                /* the bucket's end: the event index, or the time from which event x's reach
-                 * it (x_next a whole number: the x of a time below it is below it) */
+                /* the bucket's end: the event index, or the first time whose x reaches it
+                 * (none: no time does, so no event leaves the bucket) */
                 bool by_time = false;
                 int64_t t_stop = 0;
                 if (!isinf(x_next) && to > k + 1) {
                     if (!ax.time)
                         to = (int64_t)x_next < to ? (int64_t)x_next : to;
-                    else if (ax.t0_us <= INT64_MAX - (int64_t)x_next) {
-                        by_time = true;
-                        t_stop = ax.t0_us + (int64_t)x_next;
-                    }
+                    else
+                        by_time = gm_lod_axis_first_time_at(&ax, x_next, &t_stop);
                 }
                 int64_t t = known[p & 1].time_us, j = k + 1;
                 if (lt) {
@@ -1759,28 +1848,16 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                     for (; j < to; j++) {
                         uint32_t d = dt ? dt[j] : 0;
                         int64_t tj = t + (int64_t)(d == DT_WIDE ? dt_wide[wi] : d);
-                        if (!((ax.time ? gm_lod_axis_x_of_time(&ax, tj) : (double)j) < x_next))
+                        if (by_time && tj >= t_stop)
                             break;
                         wi += d == DT_WIDE;
                         t = tj;
                         ej.time_us = t;
-                        if (j == next_free) {
-                            take_free(w, &fi, &next_free, cur, &total, &unexplained, &lifetime);
-                        } else if (j == next_alloc) {
-                            take_alloc(dev, &ai, &next_alloc, cur, &total, &unexplained, &lifetime);
-                            if (iv)
-                                iteration_peak(iv, j, w->phase[j], total, cur);
-                        }
-                        if (total != prev_total) {
-                            prev_total = total;
-                            unsigned fj = gm_lod_add_here(&lod, j, total);
-                            if (fj & GM_LOD_MIN)
-                                set_point(&slots[3 * (size_t)cur_b], j, &ej, w->phase[j], total,
-                                          reserved, cur);
-                            if (fj & GM_LOD_MAX)
-                                set_point(&slots[3 * (size_t)cur_b + 1], j, &ej, w->phase[j], total,
-                                          reserved, cur);
-                        }
+                        /* (every change before j is taken: these are j's) */
+                        take_changes_before(&ch, j + 1, iv);
+                        offer_total(&lod, &slots[3 * (size_t)cur_b], prev_total, j, &ej,
+                                    w->phase[j], total, reserved, cur);
+                        prev_total = total;
                         gm_lod_totals_add(lt, j, &ej, total + walk_base, reserved);
                     }
                     to = j;
@@ -1794,33 +1871,10 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                     j = to;
                 /* the allocations and frees before j in trace order (the time of a point
                  * one of them makes is found once the points are chosen) */
-                for (;;) {
-                    int64_t ka;
-                    if ((uint64_t)next_free < (uint64_t)j &&
-                        (uint64_t)next_free < (uint64_t)next_alloc) {
-                        ka = next_free;
-                        take_free(w, &fi, &next_free, cur, &total, &unexplained, &lifetime);
-                    } else if ((uint64_t)next_alloc < (uint64_t)j) {
-                        ka = next_alloc;
-                        take_alloc(dev, &ai, &next_alloc, cur, &total, &unexplained, &lifetime);
-                        if (iv)
-                            iteration_peak(iv, ka, w->phase[ka], total, cur);
-                    } else {
-                        break;
-                    }
-                    if (total == prev_total)
-                        continue;
+                for (int64_t ka; (ka = take_changes_before(&ch, j, iv)) >= 0;) {
+                    offer_total(&lod, &slots[3 * (size_t)cur_b], prev_total, ka, &known[0],
+                                w->phase[ka], total, reserved, cur);
                     prev_total = total;
-                    unsigned fk = gm_lod_add_here(&lod, ka, total);
-                    if (!fk)
-                        continue;
-                    struct gm_snapshot_event ek = known[0];
-                    if (fk & GM_LOD_MIN)
-                        set_point(&slots[3 * (size_t)cur_b], ka, &ek, w->phase[ka], total, reserved,
-                                  cur);
-                    if (fk & GM_LOD_MAX)
-                        set_point(&slots[3 * (size_t)cur_b + 1], ka, &ek, w->phase[ka], total,
-                                  reserved, cur);
                 }
                 if (j > k + 1) {
                     /* known[j & 1] is read as event j - 1, the state before event j */
@@ -1831,19 +1885,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                 }
                 continue;
             }
-            for (;;) {
-                if ((uint64_t)next_free < (uint64_t)to &&
-                    (uint64_t)next_free < (uint64_t)next_alloc) {
-                    take_free(w, &fi, &next_free, cur, &total, &unexplained, &lifetime);
-                    continue;
-                }
-                if ((uint64_t)next_alloc >= (uint64_t)to)
-                    break;
-                int64_t ka = next_alloc;
-                take_alloc(dev, &ai, &next_alloc, cur, &total, &unexplained, &lifetime);
-                if (iv)
-                    iteration_peak(iv, ka, w->phase[ka], total, cur);
-            }
+            while (take_changes_before(&ch, to, iv) >= 0)
+                ;
             if (to > k + 1) {
                 /* known[to & 1] is read as the time of event to - 1 */
                 int64_t t = known[p & 1].time_us;

@@ -2295,17 +2295,34 @@ static void test_first_pass_on_real_files_equals_the_walk(void **state)
     each_real_snapshot(first_pass_agrees_file);
 }
 
+/* The kinds of times of write_streams_and_steps(). */
+enum steps_times {
+    STEPS_PLAIN, /* every 10 us, the ranges' ends among them */
+    /* events 1 us before the first range's start, at it, at its end and 1 us after it (a
+     * run of them, of frames of no phase, at each side: one event's phase alone would be
+     * smoothed away; event 900 a zero_grad(), of phase other, so that the run after the
+     * end is not between two steps); the second range ends at INT64_MAX */
+    STEPS_EDGES,
+    STEPS_WRAP,      /* times up to INT64_MAX - 10, then from INT64_MIN on (a wrap: a step back) */
+    STEPS_WRAP_LATE, /* the same wrap in the last block of 256 events (at event 2900) */
+};
+
 /* A trace for the first pass's own cases: allocations on the default stream and two others,
  * events with and without frames, inside and outside two Optimizer.step# ranges (the raw
  * phase of a frameless event there is the step's, by its time), every allocation freed in
- * the order made. */
-static void write_streams_and_steps(char **buf, size_t *len)
+ * the order made; its times as 'tk' says. */
+static void write_streams_and_steps(char **buf, size_t *len, enum steps_times tk)
 {
     enum { N = 1500 };
-    static const struct {
+    struct {
         const char *stage;
         int64_t time_us;
     } marks[] = {{"START", 5000}, {"END", 9000}, {"START", 20000}, {"END", 25000}};
+    if (tk == STEPS_EDGES) {
+        marks[0].time_us = 5020; /* event 402's; 360 to 401 are at 5019 */
+        marks[1].time_us = 9010; /* event 801's; 802 to 841 are at 9011 */
+        marks[3].time_us = INT64_MAX;
+    }
     struct gm_pickle_writer *w;
     struct gm_error err;
     FILE *f = open_memstream(buf, len);
@@ -2329,18 +2346,31 @@ static void write_streams_and_steps(char **buf, size_t *len)
         gm_pickle_uint(w, 512u + (uint64_t)a);
         gm_pickle_str(w, "stream");
         gm_pickle_uint(w, a % 3 ? 0x5000u + (uint64_t)(a % 3) : 0);
+        int64_t t = 1000 + 10 * (int64_t)i;
+        /* (the runs at the edges: frames of no known phase, which only a step range makes a
+         * step; a frameless event would take the phase before it in the smoothing) */
+        bool edge = tk == STEPS_EDGES && ((i >= 360 && i <= 401) || (i >= 802 && i < 842));
+        bool framed = edge || a % 4 == 0;
+        if (edge)
+            t = i <= 401 ? 5019 : 9011;
+        else if (tk == STEPS_WRAP)
+            t = i < N ? INT64_MAX - 10 * (N - i) : INT64_MIN + 10 * (int64_t)(i - N);
+        else if (tk == STEPS_WRAP_LATE)
+            t = i < 2900 ? INT64_MAX - 10 * (2900 - i) : INT64_MIN + 10 * (int64_t)(i - 2900);
         gm_pickle_str(w, "time_us");
-        gm_pickle_int(w, 1000 + 10 * (int64_t)i);
+        gm_pickle_int(w, t);
         gm_pickle_str(w, "frames");
-        gm_pickle_list_begin(w, a % 4 ? 0 : 1);
-        if (a % 4 == 0) {
+        gm_pickle_list_begin(w, framed ? 1 : 0);
+        if (framed) {
             gm_pickle_dict_begin(w, 3);
             gm_pickle_str(w, "filename");
             gm_pickle_str(w, "train.py");
             gm_pickle_str(w, "line");
             gm_pickle_int(w, 10 + a % 7);
             gm_pickle_str(w, "name");
-            gm_pickle_str(w, "forward");
+            gm_pickle_str(w, edge                            ? "collate"
+                             : tk == STEPS_EDGES && i == 900 ? "zero_grad"
+                                                             : "forward");
             gm_pickle_dict_end(w);
         }
         gm_pickle_list_end(w);
@@ -2393,7 +2423,11 @@ static struct gm_analysis *analyse_loaded(const char *buf, size_t len, uint64_t 
 
 /* On streams, frameless events in step ranges and frees, the first pass made while loading is
  * the one the analysis uses, and its results (documents and report page) are the walk's; under
- * a memory limit too small for it the analysis walks, with the same results. */
+ * a memory limit too small for it the analysis walks, with the same results.  The same with
+ * frameless events 1 us before a range, at its start, at its end and 1 us after it, and a
+ * range to INT64_MAX (the first pass's phases stretch by stretch must be the walk's, event by
+ * event); and times that wrap from INT64_MAX to INT64_MIN, a step back, for which the first
+ * pass keeps no times, so it is not taken (the step ranges need them). */
 static void test_first_pass_used_on_streams_and_step_ranges(void **state)
 {
     /* the default, and 4 MiB, leave the first pass room; under 1 MiB its eighth (128 KiB)
@@ -2402,35 +2436,37 @@ static void test_first_pass_used_on_streams_and_step_ranges(void **state)
         uint64_t limit;
         size_t taken;
     } cases[] = {{0, 1}, {4 << 20, 1}, {1 << 20, 0}};
-    char *buf;
-    size_t len;
     (void)state;
-    write_streams_and_steps(&buf, &len);
-    first_pass_agrees(buf, len, "streams and step ranges");
-    for (size_t l = 0; l < sizeof(cases) / sizeof(cases[0]); l++) {
-        char *ha, *hb;
-        size_t ta, tb;
-        struct gm_snapshot *sa, *sb;
-        struct gm_analysis *a = analyse_loaded(buf, len, cases[l].limit, false, &sa, &ha, &ta);
-        struct gm_analysis *b = analyse_loaded(buf, len, cases[l].limit, true, &sb, &hb, &tb);
-        assert_int_equal(ta, 0);
-        assert_int_equal(tb, cases[l].taken);
-        /* what the case is about: allocations on other streams, the steps' phases */
-        assert_int_equal(a->devices[0].n_allocs, 1500);
-        assert_int_equal(a->devices[0].allocs[1].stream, 0x5001);
-        assert_true(a->devices[0].n_phases > 1);
-        analyses_equal(a, b, true, "streams and step ranges");
-        if (strcmp(ha, hb))
-            fail_msg("the report page differs with the first pass (limit %llu)",
-                     (unsigned long long)cases[l].limit);
-        free(ha);
-        free(hb);
-        gm_analysis_free(a);
-        gm_analysis_free(b);
-        gm_snapshot_free(sa);
-        gm_snapshot_free(sb);
-    }
-    free(buf);
+    for (int tk = STEPS_PLAIN; tk <= STEPS_WRAP_LATE; tk++)
+        for (size_t l = 0; l < sizeof(cases) / sizeof(cases[0]); l++) {
+            char *buf;
+            size_t len;
+            write_streams_and_steps(&buf, &len, (enum steps_times)tk);
+            if (l == 0)
+                first_pass_agrees(buf, len, "streams and step ranges");
+            char *ha, *hb;
+            size_t ta, tb;
+            struct gm_snapshot *sa, *sb;
+            struct gm_analysis *a = analyse_loaded(buf, len, cases[l].limit, false, &sa, &ha, &ta);
+            struct gm_analysis *b = analyse_loaded(buf, len, cases[l].limit, true, &sb, &hb, &tb);
+            assert_int_equal(ta, 0);
+            assert_int_equal(tb, tk >= STEPS_WRAP ? 0 : cases[l].taken);
+            /* what the case is about: allocations on other streams, the steps' phases */
+            assert_int_equal(a->devices[0].n_allocs, 1500);
+            assert_int_equal(a->devices[0].allocs[1].stream, 0x5001);
+            assert_true(tk >= STEPS_WRAP || a->devices[0].n_phases > 1);
+            analyses_equal(a, b, true, "streams and step ranges");
+            if (strcmp(ha, hb))
+                fail_msg("the report page differs with the first pass (limit %llu)",
+                         (unsigned long long)cases[l].limit);
+            free(ha);
+            free(hb);
+            gm_analysis_free(a);
+            gm_analysis_free(b);
+            gm_snapshot_free(sa);
+            gm_snapshot_free(sb);
+            free(buf);
+        }
 }
 
 /* Pickle opcodes for write_long_batch(), protocol 2 (pickletools names). */

@@ -329,6 +329,48 @@ static void test_axis_timeline_equals_two_passes(void **state)
     assert_int_equal(kinds_seen, 63);
 }
 
+/* gm_lod_axis_first_time_at(): the time it gives has an x at or above x and the time before it
+ * an x below (checked with gm_lod_axis_x_of_time(), for whole and fractional x, near 0 and
+ * 2^52, from t0's near both ends of int64); false where no int64 time reaches x and for x
+ * beyond 2^52 in size. */
+static void test_axis_first_time_at(void **state)
+{
+    static const int64_t t0s[] = {0, 1700000000000000LL, -5, INT64_MAX - 100, INT64_MIN + 100};
+    static const double xs[] = {0.0,  1.0,  0.5,    2.25,   99.0,   100.0,        101.0,
+                                -1.0, -0.5, -100.0, -101.0, 0x1p52, 0x1p52 - 0.5, -0x1p52};
+    (void)state;
+    for (size_t i = 0; i < sizeof(t0s) / sizeof(t0s[0]); i++) {
+        struct gm_lod_axis a;
+        memset(&a, 0, sizeof(a));
+        a.time = true;
+        a.t0_us = t0s[i];
+        for (size_t j = 0; j < sizeof(xs) / sizeof(xs[0]); j++) {
+            int64_t t;
+            double x = xs[j];
+            int64_t d = (int64_t)ceil(x); /* the time's offset from t0 */
+            bool reaches = d > 0 ? a.t0_us <= INT64_MAX - d : a.t0_us >= INT64_MIN - d;
+            if (!gm_lod_axis_first_time_at(&a, x, &t)) {
+                if (reaches)
+                    fail_msg("t0 %lld x %g: no time told", (long long)a.t0_us, x);
+                continue;
+            }
+            if (!reaches)
+                fail_msg("t0 %lld x %g: a time told past int64", (long long)a.t0_us, x);
+            assert_true(gm_lod_axis_x_of_time(&a, t) >= x);
+            if (t > INT64_MIN)
+                assert_true(gm_lod_axis_x_of_time(&a, t - 1) < x);
+        }
+    }
+    struct gm_lod_axis a;
+    int64_t t;
+    memset(&a, 0, sizeof(a));
+    a.time = true;
+    assert_false(gm_lod_axis_first_time_at(&a, 0x1p53, &t));
+    assert_false(gm_lod_axis_first_time_at(&a, -0x1p53, &t));
+    assert_false(gm_lod_axis_first_time_at(&a, NAN, &t));
+    assert_false(gm_lod_axis_first_time_at(&a, INFINITY, &t));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_bucket_end),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_axis_timeline_equals_two_passes),
+        cmocka_unit_test(test_axis_first_time_at),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
