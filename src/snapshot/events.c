@@ -39,9 +39,15 @@
 
 #define ESCAPE      15u
 #define H_MORE      (1u << 15)
-#define MAX_EVENT   48 /* bytes one event can take: 2 + 1 + 3 numbers of 8 + 1 + 2 of 4 */
+#define MAX_EVENT   48 /* bytes reserved for one event (the assertion below) */
 #define FIRST_BYTES ((size_t)1 << 16)
 
+/* encode() writes at most 2 (header) + 1 (flags) + 3 numbers of 8 (time, address, size) + 1
+ * (lengths) + 2 of 4 (stack, extra) = 36 bytes an event, but put_num() stores 8 bytes whatever
+ * the length: the last store begins at 2 + 1 + 3 * 8 + 1 + 4 = 32, so the writer touches up to
+ * 40 bytes past the event's start.  MAX_EVENT leaves room above that. */
+_Static_assert(2 + 1 + 3 * 8 + 1 + 4 + 8 <= MAX_EVENT,
+               "MAX_EVENT holds the last 8-byte store of the widest event (encode())");
 _Static_assert(GM_ACTION_COUNT <= ESCAPE, "an action fits the header's 4 bits below ESCAPE");
 
 static inline uint64_t zigzag(uint64_t d)
@@ -272,45 +278,19 @@ bool snap_ev_writer_append(struct ev_writer *w, const struct gm_snapshot_event *
     return true;
 }
 
-/* ev[0..n) added to *s, as snap_ev_sums_add_one() on each, the sums held in locals (with
- * the packing, a loop of their own costs less: the encoder keeps its state in registers). */
-static void add_sums(struct ev_sums *s, const struct gm_snapshot_event *ev, size_t n)
-{
-    int64_t lo = s->has_time ? s->t_min : INT64_MAX, hi = s->has_time ? s->t_max : INT64_MIN;
-    uint64_t sum = s->size_sum;
-    bool any = s->has_time;
-    for (size_t i = 0; i < n; i++) {
-        if (ev[i].flags & GM_EVENT_HAS_TIME) {
-            int64_t t = ev[i].time_us;
-            lo = t < lo ? t : lo;
-            hi = t > hi ? t : hi;
-            any = true;
-        }
-        if (__builtin_add_overflow(sum, ev[i].size, &sum))
-            sum = UINT64_MAX;
-    }
-    if (any) {
-        s->t_min = lo;
-        s->t_max = hi;
-        s->has_time = true;
-    }
-    s->size_sum = sum;
-}
-
 void snap_ev_writer_append_n(struct ev_writer *w, const struct gm_snapshot_event *ev, size_t n,
                              struct ev_sums *sums)
 {
     if (w->count_only) {
-        /* the sums in the same loop (with the packing below, a loop of their own costs less:
-         * the encoder keeps its state in registers) */
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
             w->n_actions[ev[i].action < GM_ACTION_COUNT ? ev[i].action : GM_ACTION_OTHER]++;
-            snap_ev_sums_add_one(sums, &ev[i]);
-        }
+        snap_ev_sums_add_n(sums, ev, n);
         w->pk.n_events += n;
         return;
     }
-    add_sums(sums, ev, n);
+    /* the sums in a loop of their own: with the packing below, that costs less (the
+     * encoder keeps its state in registers) */
+    snap_ev_sums_add_n(sums, ev, n);
     {
         struct ev_state st = w->st;
         uint8_t *p = w->pk.bytes + w->pk.n_bytes;

@@ -3,6 +3,7 @@
 #ifndef GM_SNAPSHOT_SNAPSHOT_INT_H
 #define GM_SNAPSHOT_SNAPSHOT_INT_H
 
+#include "base/hint.h"
 #include "base/map.h"
 
 #include "gpumem/snapshot.h"
@@ -188,16 +189,30 @@ struct ev_sums {
     bool has_time;
 };
 
-static inline void snap_ev_sums_add_one(struct ev_sums *s, const struct gm_snapshot_event *e)
+/* ev[0..n) added to *s: the times of the events with GM_EVENT_HAS_TIME widen [t_min, t_max],
+ * every size adds to size_sum (snap_sat_add()).  The one place of the rule, always inline and
+ * its sums in locals: the packer calls it per batch, snap_ev_sums_add() per event. */
+static GM_INLINE_ALWAYS void snap_ev_sums_add_n(struct ev_sums *s,
+                                                const struct gm_snapshot_event *ev, size_t n)
 {
-    if (e->flags & GM_EVENT_HAS_TIME) {
-        if (!s->has_time || e->time_us < s->t_min)
-            s->t_min = e->time_us;
-        if (!s->has_time || e->time_us > s->t_max)
-            s->t_max = e->time_us;
+    int64_t lo = s->has_time ? s->t_min : INT64_MAX, hi = s->has_time ? s->t_max : INT64_MIN;
+    uint64_t sum = s->size_sum;
+    bool any = s->has_time;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].flags & GM_EVENT_HAS_TIME) {
+            int64_t t = ev[i].time_us;
+            lo = t < lo ? t : lo;
+            hi = t > hi ? t : hi;
+            any = true;
+        }
+        sum = snap_sat_add(sum, ev[i].size);
+    }
+    if (any) {
+        s->t_min = lo;
+        s->t_max = hi;
         s->has_time = true;
     }
-    s->size_sum = snap_sat_add(s->size_sum, e->size);
+    s->size_sum = sum;
 }
 
 void snap_ev_writer_init(struct ev_writer *w);

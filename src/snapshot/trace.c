@@ -18,7 +18,7 @@
 
 void snap_ev_sums_add(struct ev_sums *s, const struct gm_snapshot_event *e)
 {
-    snap_ev_sums_add_one(s, e);
+    snap_ev_sums_add_n(s, e, 1);
 }
 
 void snap_ev_sums_merge(struct ev_sums *s, const struct ev_sums *o)

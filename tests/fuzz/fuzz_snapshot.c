@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_snapshot.c - snapshot loading, stats, timeline and grouping on arbitrary bytes, the
- * host trace and the events' forward stacks included; and a load with timeline_only, whose
- * timelines must be those of the full load. */
+ * host trace and the events' forward stacks included; a cursor from the middle of each trace
+ * and gm_snapshot_event_at() on its last event, which must read what the walk from the start
+ * reads (a checkpoint's saved state); and a load with timeline_only, whose timelines must be
+ * those of the full load. */
 #include "gpumem/gpumem.h"
 
 #include <stdint.h>
@@ -26,6 +28,35 @@ static bool same_timeline(const struct gm_snapshot_timeline *a,
             a->live[i].stack != b->live[i].stack)
             return false;
     return true;
+}
+
+static bool same_event(const struct gm_snapshot_event *a, const struct gm_snapshot_event *b)
+{
+    return a->addr == b->addr && a->size == b->size && a->time_us == b->time_us &&
+           a->stack == b->stack && a->extra == b->extra && a->action == b->action &&
+           a->flags == b->flags;
+}
+
+/* The walk over dev's trace from event 0 against a cursor from n_events / 2 and against
+ * gm_snapshot_event_at(n_events - 1); aborts where they differ. */
+static void check_starts(const struct gm_snapshot *s, const struct gm_snapshot_device *dev)
+{
+    struct gm_snapshot_cursor c, m;
+    struct gm_snapshot_event last;
+    const struct gm_snapshot_event *e, *f;
+    size_t n = dev->n_events, k = 0;
+    gm_snapshot_cursor_init(&c, dev, 0);
+    gm_snapshot_cursor_init(&m, dev, n / 2);
+    for (; (e = gm_snapshot_cursor_next(&c)) != NULL; k++) {
+        (void)gm_snapshot_event_extra_of(s, e);
+        (void)gm_snapshot_stack_user_frame(s, gm_snapshot_event_user_stack(s, e));
+        if (k >= n / 2 && ((f = gm_snapshot_cursor_next(&m)) == NULL || !same_event(e, f)))
+            abort();
+        if (k + 1 == n && (!gm_snapshot_event_at(dev, k, &last) || !same_event(e, &last)))
+            abort();
+    }
+    if (k != n || gm_snapshot_cursor_next(&m) != NULL)
+        abort();
 }
 
 /* The timelines of a load with timeline_only against those of the full load 'full'. */
@@ -83,16 +114,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         gm_snapshot_timeline_release(&tl);
     }
-    for (size_t i = 0; i <= s->n_devices; i++) {
-        /* every device, then the host trace */
-        struct gm_snapshot_cursor c;
-        const struct gm_snapshot_event *e;
-        gm_snapshot_cursor_init(&c, i < s->n_devices ? &s->devices[i] : &s->host, 0);
-        while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
-            (void)gm_snapshot_event_extra_of(s, e);
-            (void)gm_snapshot_stack_user_frame(s, gm_snapshot_event_user_stack(s, e));
-        }
-    }
+    for (size_t i = 0; i <= s->n_devices; i++)
+        check_starts(s, i < s->n_devices ? &s->devices[i] : &s->host); /* the host trace last */
     {
         struct gm_snapshot_figures f;
         gm_snapshot_host_figures(s, &f);

@@ -1076,6 +1076,116 @@ static void test_packed_numbers(void **state)
     free(ev);
 }
 
+/* Packing at the extremes of every field (events.c): time jumps 0 -> INT64_MIN -> INT64_MAX ->
+ * INT64_MIN (differences of 2^63 and -1 as unsigned), addresses 0 <-> UINT64_MAX and 2^63,
+ * sizes 0 <-> UINT64_MAX and equal sizes, stack and extra ids UINT32_MAX and 0 (one changing
+ * without the other), a 7-byte time difference (written as 8), the time flag toggling, an
+ * action past the known ones (stored as GM_ACTION_OTHER).  Written by reserve + append_n in
+ * batches of odd sizes that cross checkpoints, shrunk to the exact size (SLACK: the reader's
+ * 8-byte loads stay inside the heap block), then read back by a cursor from every start and by
+ * gm_snapshot_event_at().  Also the sums (snap_ev_sums_add_n(): INT64_MIN..INT64_MAX, the size
+ * sum saturated) and the count-only writer's sums and action counts. */
+static bool same_event(const struct gm_snapshot_event *a, const struct gm_snapshot_event *b)
+{
+    return a->addr == b->addr && a->size == b->size && a->time_us == b->time_us &&
+           a->stack == b->stack && a->extra == b->extra && a->action == b->action &&
+           a->flags == b->flags;
+}
+
+static void test_packed_extremes(void **state)
+{
+    enum { N = 1100, NE = 8 };
+    static const struct {
+        int64_t t;
+        uint64_t a, s;
+        uint32_t k, x;
+    } EDGE[NE] = {
+        {0, 0, 0, 0, 0},
+        {INT64_MIN, UINT64_MAX, UINT64_MAX, UINT32_MAX, 0},
+        {INT64_MAX, 0, 0, UINT32_MAX, UINT32_MAX},
+        {INT64_MIN, UINT64_C(1) << 63, UINT64_MAX, 0, UINT32_MAX},
+        {INT64_MAX, 1, UINT64_MAX, 0, 0},
+        {-1, UINT64_MAX - 1, UINT64_C(1) << 63, UINT32_MAX, UINT32_MAX},
+        {-INT64_C(0x81), INT64_C(0x7fffffffffff), 1, 1, UINT32_MAX - 1},
+        {INT64_C(1) << 54, UINT64_C(0x8000000000000001), UINT64_MAX - 1, 0, 1},
+    };
+    static const size_t B[] = {1, 7, 300, 2, 255, 256, 257, 3};
+    struct gm_snapshot_event *ev = calloc(N, sizeof(*ev)), *want = calloc(N, sizeof(*ev));
+    struct ev_writer w, cw;
+    struct ev_sums sums = {0, 0, 0, false}, csums = {0, 0, 0, false};
+    struct gm_snapshot_device dev;
+    struct gm_snapshot_cursor c;
+    const struct gm_snapshot_event *e;
+    struct gm_snapshot_event one;
+    uint64_t x = UINT64_C(0x2545f4914f6cdd1d), n_other = 0;
+    size_t at = 0, b = 0;
+    (void)state;
+    assert_non_null(ev);
+    assert_non_null(want);
+    for (size_t i = 0; i < N; i++) {
+        /* the first 2 * NE * NE events take every ordered pair of rows, the rest at random */
+        size_t r = i % 2 ? i / 2 % NE : i / 2 / NE % NE;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        if (i >= 2 * NE * NE)
+            r = (size_t)(x % NE);
+        ev[i].time_us = EDGE[r].t;
+        ev[i].addr = EDGE[r].a;
+        ev[i].size = EDGE[r].s;
+        ev[i].stack = EDGE[r].k;
+        ev[i].extra = EDGE[r].x;
+        ev[i].action = (uint8_t)(i % 19 == 5 ? 200 : i % GM_ACTION_COUNT);
+        ev[i].flags = (uint8_t)(GM_EVENT_HAS_ADDR | ((x >> 40) % 3 ? GM_EVENT_HAS_TIME : 0));
+        want[i] = ev[i];
+        if (!(ev[i].flags & GM_EVENT_HAS_TIME))
+            want[i].time_us = 0;
+        if (want[i].action >= GM_ACTION_COUNT)
+            want[i].action = GM_ACTION_OTHER;
+        n_other += want[i].action == GM_ACTION_OTHER;
+    }
+    snap_ev_writer_init(&w);
+    snap_ev_writer_init(&cw);
+    cw.count_only = true;
+    while (at < N) {
+        size_t n = B[b++ % (sizeof(B) / sizeof(B[0]))];
+        if (n > N - at)
+            n = N - at;
+        assert_true(snap_ev_writer_reserve(&w, n) >= n);
+        snap_ev_writer_append_n(&w, ev + at, n, &sums);
+        snap_ev_writer_append_n(&cw, ev + at, n, &csums);
+        at += n;
+    }
+    snap_ev_writer_shrink(&w);
+    /* 36 bytes at most an event (the MAX_EVENT comment) */
+    assert_true(w.pk.n_bytes <= (size_t)N * 36);
+    assert_true(w.pk.n_events == N && cw.pk.n_events == N);
+    assert_true(w.n_actions[GM_ACTION_OTHER] == n_other);
+    assert_memory_equal(w.n_actions, cw.n_actions, sizeof(w.n_actions));
+    memset(&dev, 0, sizeof(dev));
+    dev.n_events = N;
+    dev.packed = &w.pk;
+    for (size_t first = 0; first <= N; first++) {
+        gm_snapshot_cursor_init(&c, &dev, first);
+        for (size_t i = first; i < N; i++) {
+            e = gm_snapshot_cursor_next(&c);
+            assert_non_null(e);
+            if (!same_event(e, &want[i]))
+                fail_msg("event %zu read from %zu differs", i, first);
+            if (i == first && (!gm_snapshot_event_at(&dev, i, &one) || !same_event(&one, &want[i])))
+                fail_msg("gm_snapshot_event_at(%zu) differs", i);
+        }
+        assert_null(gm_snapshot_cursor_next(&c));
+    }
+    /* the sums: every time was given, the sizes overflow */
+    assert_true(sums.has_time && sums.t_min == INT64_MIN && sums.t_max == INT64_MAX);
+    assert_true(sums.size_sum == UINT64_MAX);
+    assert_true(csums.has_time && csums.t_min == INT64_MIN && csums.t_max == INT64_MAX &&
+                csums.size_sum == UINT64_MAX);
+    snap_ev_writer_release(&w);
+    snap_ev_writer_release(&cw);
+    free(ev);
+    free(want);
+}
+
 /* Whether two timelines have the same figures and the same allocations alive at the peak. */
 static void assert_same_timeline(const struct gm_snapshot_timeline *a,
                                  const struct gm_snapshot_timeline *b)
@@ -1296,14 +1406,23 @@ static void test_spool_bound(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_model),          cmocka_unit_test(test_stats),
-    cmocka_unit_test(test_timeline),       cmocka_unit_test(test_empty_entries),
-    cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_file_shrinks),
-    cmocka_unit_test(test_fifo),           cmocka_unit_test(test_inputs),
-    cmocka_unit_test(test_passes),         cmocka_unit_test(test_folded_timeline),
-    cmocka_unit_test(test_long_batch),     cmocka_unit_test(test_timeline_only),
-    cmocka_unit_test(test_user_frames),    cmocka_unit_test(test_stack_view),
-    cmocka_unit_test(test_spool_bound),    cmocka_unit_test(test_packed_numbers),
+    cmocka_unit_test(test_model),
+    cmocka_unit_test(test_stats),
+    cmocka_unit_test(test_timeline),
+    cmocka_unit_test(test_empty_entries),
+    cmocka_unit_test(test_alloc_failures),
+    cmocka_unit_test(test_file_shrinks),
+    cmocka_unit_test(test_fifo),
+    cmocka_unit_test(test_inputs),
+    cmocka_unit_test(test_passes),
+    cmocka_unit_test(test_folded_timeline),
+    cmocka_unit_test(test_long_batch),
+    cmocka_unit_test(test_timeline_only),
+    cmocka_unit_test(test_user_frames),
+    cmocka_unit_test(test_stack_view),
+    cmocka_unit_test(test_spool_bound),
+    cmocka_unit_test(test_packed_numbers),
+    cmocka_unit_test(test_packed_extremes),
 };
 
 /* real snapshots */
