@@ -274,6 +274,12 @@ bool est_torch_tp_plan(const struct gm_job *job);
  * gradient: not with adapters (a frozen head) nor with a fused linear loss (the kernel
  * recomputes the projection from the hidden states it keeps itself). */
 bool est_head_saves_input(const struct gm_job *job);
+/* Full checkpointing with --checkpoint-every k checkpoints (and recomputes in backward) the
+ * layers whose 1-based index is a multiple of k (torchtitan _apply_layer_sac,
+ * _layer_sac_count % ac_freq == 0, 1f029641): whether layer 'i' (1-based) is one, and how
+ * many of 'layers' are. */
+bool est_layer_checkpointed(const struct gm_job *job, uint64_t i);
+uint64_t est_layers_checkpointed(const struct gm_job *job, uint64_t layers);
 /* Whether the job trains with eager attention scores kept (selective checkpointing
  * recomputes them, so it keeps what SDPA keeps). */
 bool est_eager_scores(const struct gm_job *job);

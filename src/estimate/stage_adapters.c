@@ -263,9 +263,7 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
             per_target_act = gm_add_sat(per_target_act, gm_mul_sat(i_dim, sb));
     }
     /* checkpointed layers keep none of it; the layer being recomputed all of it */
-    n_ck = j->memory.checkpointing == GM_CKPT_FULL
-               ? (double)(est_total_layers(m) / j->memory.checkpoint_every)
-               : 0.0;
+    n_ck = (double)est_layers_checkpointed(j, est_total_layers(m));
     layers_saved = j->memory.checkpointing == GM_CKPT_OP ? 0.0 : (double)est_total_layers(m) - n_ck;
     recomputed = n_ck > 0 || j->memory.checkpointing == GM_CKPT_OP;
     if (ntargets && layers_saved > 0) {

@@ -270,17 +270,12 @@ static enum gm_status add_zero3_reused(struct est_ctx *cx, double unit, uint64_t
     lay_n = unit / elem_b;
     L = lay_n * (double)est_total_layers(m);
     H = (double)(cx->pc.lm_head ? cx->pc.lm_head : cx->pc.embedding) / t;
-    /* from the last layer down, each with its own c: --checkpoint-every k recomputes the
-     * layers whose 1-based index is a multiple of k (torchtitan _apply_layer_sac,
-     * _layer_sac_count % ac_freq == 0, 1f029641), so the last one may or may not be */
+    /* from the last layer down, each with its own c (est_layer_checkpointed: the last one may
+     * or may not be recomputed) */
     keep = 0;
     walked = 2.0 * H;
     for (uint64_t i = est_total_layers(m); i-- > 0;) {
-        double ci =
-            j->memory.checkpointing == GM_CKPT_FULL &&
-                    (i + 1) % (j->memory.checkpoint_every ? j->memory.checkpoint_every : 1) == 0
-                ? 2.0
-                : 1.0;
+        double ci = est_layer_checkpointed(j, i + 1) ? 2.0 : 1.0;
         double f = walked < R ? (R - walked) / ((1.0 + ci) * lay_n) : 0.0;
         keep += (f < 1.0 ? f : 1.0) * lay_n;
         walked += (1.0 + ci) * lay_n;

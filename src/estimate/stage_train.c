@@ -62,6 +62,18 @@ bool est_torch_tp_plan(const struct gm_job *j)
     return j->parallel.tp > 1 && j->stack.framework != GM_FRAMEWORK_MEGATRON;
 }
 
+bool est_layer_checkpointed(const struct gm_job *j, uint64_t i)
+{
+    uint64_t k = j->memory.checkpoint_every ? j->memory.checkpoint_every : 1;
+    return j->memory.checkpointing == GM_CKPT_FULL && i > 0 && i % k == 0;
+}
+
+uint64_t est_layers_checkpointed(const struct gm_job *j, uint64_t layers)
+{
+    uint64_t k = j->memory.checkpoint_every ? j->memory.checkpoint_every : 1;
+    return j->memory.checkpointing == GM_CKPT_FULL ? layers / k : 0;
+}
+
 bool est_head_saves_input(const struct gm_job *j)
 {
     return j->memory.adapter == GM_ADAPTER_NONE && j->memory.loss != GM_LOSS_FUSED_LINEAR;
@@ -975,7 +987,7 @@ static void saved_activations(struct est_ctx *cx, const struct gm_model *m,
     out->host = 0;
     switch (j->memory.checkpointing) {
     case GM_CKPT_FULL:
-        n_ck = floor(L / (double)j->memory.checkpoint_every);
+        n_ck = (double)est_layers_checkpointed(j, (uint64_t)L);
         out->saved = (L - n_ck) * A + n_ck * in;
         out->saved_seq2 = (L - n_ck) * As;
         out->recompute = n_ck > 0 ? A : 0;
