@@ -839,15 +839,16 @@ enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm
     return GM_OK;
 }
 
-/* A walk's totals, in a copy whose address no call takes while a batch is walked (kept in
- * registers while the totals after each event are stored). */
+/* A walk's totals: gm_snapshot_walk's allocated, reserved and res_, or a batch's copy of
+ * them whose address no call takes (kept in registers while the totals after each event
+ * are stored, which the compiler would otherwise have to assume write them). */
 struct walk_sums {
-    uint64_t allocated, reserved, res;
+    uint64_t *allocated, *reserved, *res;
 };
 
 /* The totals after event 'e' (event 'k'): the walk's one rule, for both ways of taking the
  * events (always inline: with m == &no_map the map's part goes). */
-static GM_INLINE_ALWAYS void walk_step(struct walk_sums *t, struct addr_map *m,
+static GM_INLINE_ALWAYS void walk_step(struct walk_sums t, struct addr_map *m,
                                        const struct gm_snapshot_event *e, size_t k)
 {
     switch (e->action) {
@@ -855,16 +856,16 @@ static GM_INLINE_ALWAYS void walk_step(struct walk_sums *t, struct addr_map *m,
         /* never grows the map: walk_init() made room for pass 1's most pending */
         if (m != &no_map)
             (void)am_set(m, e, (int32_t)k, 0, NULL);
-        t->allocated = snap_sat_add(t->allocated, e->size);
+        *t.allocated = snap_sat_add(*t.allocated, e->size);
         break;
     case GM_ACTION_FREE_COMPLETED: {
         struct pend p;
         uint64_t b = m != &no_map && am_take(m, e->addr, &p) ? p.bytes : e->size;
-        t->allocated = t->allocated >= b ? t->allocated - b : 0;
+        *t.allocated = *t.allocated >= b ? *t.allocated - b : 0;
         break;
     }
     default:
-        t->reserved = gm_snapshot_reserved_step(&t->res, e);
+        *t.reserved = gm_snapshot_reserved_step(t.res, e);
         break;
     }
 }
@@ -873,14 +874,9 @@ const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w
 {
     struct addr_map *m = w->map_;
     const struct gm_snapshot_event *e;
-    struct walk_sums t;
     if (!m || !(e = gm_snapshot_cursor_next(&w->cur)))
         return NULL;
-    t = (struct walk_sums){w->allocated, w->reserved, w->res_};
-    walk_step(&t, m, e, w->cur.index);
-    w->allocated = t.allocated;
-    w->reserved = t.reserved;
-    w->res_ = t.res;
+    walk_step((struct walk_sums){&w->allocated, &w->reserved, &w->res_}, m, e, w->cur.index);
     return e;
 }
 
@@ -890,7 +886,8 @@ size_t snap_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_even
     struct addr_map *m = w->map_;
     struct gm_snapshot_cursor *c = &w->cur;
     const struct gm_snapshot_event *e;
-    struct walk_sums t;
+    uint64_t allocated = w->allocated, reserved = w->reserved, res = w->res_;
+    struct walk_sums t = {&allocated, &reserved, &res};
     size_t n, k;
     if (!m || (c->p == c->end && !gm_snapshot_cursor_fill(c)))
         return 0;
@@ -900,23 +897,22 @@ size_t snap_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_even
         n = GM_SNAPSHOT_CURSOR_BATCH;
     e = c->p;
     k = c->index;
-    t = (struct walk_sums){w->allocated, w->reserved, w->res_};
     if (m == &no_map) {
         for (size_t i = 0; i < n; i++) {
-            walk_step(&t, &no_map, &e[i], ++k);
-            after[i].allocated = t.allocated;
-            after[i].reserved = t.reserved;
+            walk_step(t, &no_map, &e[i], ++k);
+            after[i].allocated = allocated;
+            after[i].reserved = reserved;
         }
     } else {
         for (size_t i = 0; i < n; i++) {
-            walk_step(&t, m, &e[i], ++k);
-            after[i].allocated = t.allocated;
-            after[i].reserved = t.reserved;
+            walk_step(t, m, &e[i], ++k);
+            after[i].allocated = allocated;
+            after[i].reserved = reserved;
         }
     }
-    w->allocated = t.allocated;
-    w->reserved = t.reserved;
-    w->res_ = t.res;
+    w->allocated = allocated;
+    w->reserved = reserved;
+    w->res_ = res;
     *events = e;
     c->p = e + n;
     c->index = k;
