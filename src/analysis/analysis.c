@@ -677,7 +677,7 @@ static void pass_events(void *state, const struct gm_snapshot_event *ev, size_t 
 {
     struct scan *s = state;
     const uint32_t *found;
-    if (s->abandoned)
+    if (s->abandoned || !n)
         return;
     if (!(found = snap_fold_answers(s->fold, s->n, n))) {
         pass_give_up(s); /* the fold gave up: no map to pair the frees with */
