@@ -1057,7 +1057,7 @@ int main(void)
         cmocka_unit_test(test_map_by_key_matches_a_reference),
         cmocka_unit_test(test_map_key_zero_is_an_ordinary_key),
         cmocka_unit_test(test_map_reserve_then_inserts_cannot_fail),
-    cmocka_unit_test(test_map_grows_past_half_full),
+        cmocka_unit_test(test_map_grows_past_half_full),
         cmocka_unit_test(test_map_growth_is_charged_to_its_budget),
         cmocka_unit_test(test_map_index_tells_entries_of_one_hash_apart),
         cmocka_unit_test(test_vec_push_keeps_every_element),

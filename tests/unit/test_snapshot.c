@@ -1525,24 +1525,15 @@ static void test_spool_bound(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_model),
-    cmocka_unit_test(test_stats),
-    cmocka_unit_test(test_timeline),
-    cmocka_unit_test(test_empty_entries),
-    cmocka_unit_test(test_alloc_failures),
-    cmocka_unit_test(test_file_shrinks),
-    cmocka_unit_test(test_fifo),
-    cmocka_unit_test(test_inputs),
-    cmocka_unit_test(test_passes),
-    cmocka_unit_test(test_folded_timeline),
-    cmocka_unit_test(test_fold_answers),
-    cmocka_unit_test(test_long_batch),
-    cmocka_unit_test(test_timeline_only),
-    cmocka_unit_test(test_user_frames),
-    cmocka_unit_test(test_stack_view),
-    cmocka_unit_test(test_spool_bound),
-    cmocka_unit_test(test_packed_numbers),
-    cmocka_unit_test(test_packed_extremes),
+    cmocka_unit_test(test_model),          cmocka_unit_test(test_stats),
+    cmocka_unit_test(test_timeline),       cmocka_unit_test(test_empty_entries),
+    cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_file_shrinks),
+    cmocka_unit_test(test_fifo),           cmocka_unit_test(test_inputs),
+    cmocka_unit_test(test_passes),         cmocka_unit_test(test_folded_timeline),
+    cmocka_unit_test(test_fold_answers),   cmocka_unit_test(test_long_batch),
+    cmocka_unit_test(test_timeline_only),  cmocka_unit_test(test_user_frames),
+    cmocka_unit_test(test_stack_view),     cmocka_unit_test(test_spool_bound),
+    cmocka_unit_test(test_packed_numbers), cmocka_unit_test(test_packed_extremes),
 };
 
 /* real snapshots */
