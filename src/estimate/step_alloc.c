@@ -1706,8 +1706,10 @@ enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_
     if ((st = prepare(cx, &pr, err)) != GM_OK)
         return st;
     /* the cache block's room is the GPU's, in the run without the limit too: what that run
-     * reserves for a job that does not fit holds no cache the device had no room for */
-    pr.r.capacity = capacity;
+     * reserves for a job that does not fit holds no cache the device had no room for (a
+     * replay without the block stays one for every GPU) */
+    if (pr.r.loss_block)
+        pr.r.capacity = capacity;
     /* a traced run reports every segment as it is made: it always runs, limited first */
     if (!cx->trace && cx->replays && pr.n)
         key = memo_key(&pr, &len);
