@@ -881,7 +881,7 @@ struct gm_est_replay {
      * blocks and maps pages per stream, so until it frees its cache (retries 0) reserved is at
      * least the sum of these: what the replay reserves above that sum is the allocator's own */
     uint64_t stream_live_peak[GM_EST_STREAM__COUNT];
-    bool oom;         /* a request failed even after the retry */
+    bool oom; /* a request failed even after the retry */
     /* --loss fused (gm_job_memory.loss_cache_block): the fp32 logits-sized block the replay
      * keeps in the cache beside the loss's own, measured on fms-acceleration's FOAK runs, not
      * read in code (bytes; 0 = none), and whether it was left out for want of room on the

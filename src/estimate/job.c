@@ -1791,7 +1791,8 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--loss-chunks needs --loss chunked or chunked-backward");
     if (est_given(j, EST_SET_NO_LOSS_CACHE_BLOCK) && mem->loss != GM_LOSS_FUSED)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--no-loss-cache-block needs --loss fused");
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--no-loss-cache-block needs --loss fused");
     if (mem->loss == GM_LOSS_COMPILED && j->stack.transformers)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--loss compiled is a training loop's own compiled F.cross_entropy, not "

@@ -711,9 +711,8 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
                 (j->memory.loss == GM_LOSS_FULL || j->memory.loss == GM_LOSS_FUSED);
     r->upcast16 = r->upcast && ea != 4.0;
     r->upcast_kernel = r->upcast && j->memory.loss == GM_LOSS_FUSED;
-    r->loss_block = j->memory.loss == GM_LOSS_FUSED && j->memory.loss_cache_block && v > 0
-                        ? r->logits_32
-                        : 0;
+    r->loss_block =
+        j->memory.loss == GM_LOSS_FUSED && j->memory.loss_cache_block && v > 0 ? r->logits_32 : 0;
 }
 
 bool est_step_replay_applies(const struct est_ctx *cx)

@@ -822,8 +822,8 @@ static void test_model_upcast_loss_segments(void **state)
  * later segments, the allocator frees the cached block with the rest of its cache and
  * retries, and the job fits. */
 struct loss_block_seg {
-    uint64_t bytes;           /* the block's, from the estimate */
-    uint64_t reserved_after;  /* reserved once its segment was made (pass 0, step 1's loss) */
+    uint64_t bytes;          /* the block's, from the estimate */
+    uint64_t reserved_after; /* reserved once its segment was made (pass 0, step 1's loss) */
 };
 
 static void find_loss_block(void *ctx, const struct gm_est_replay_segment *seg)
@@ -884,10 +884,10 @@ static void test_loss_cache_block(void **state)
      * is freed and the request retried */
     run_traced("mistral-7b", job, &est, find_loss_block, &blk);
     assert_true(blk.reserved_after > 0 && blk.reserved_after < reserved);
-    snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
-             (unsigned long long)((blk.reserved_after + (reserved - blk.reserved_after) / 2 +
-                                   outside) /
-                                  GM_MIB));
+    snprintf(
+        settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
+        (unsigned long long)((blk.reserved_after + (reserved - blk.reserved_after) / 2 + outside) /
+                             GM_MIB));
     run("mistral-7b", settings, &est);
     assert_true(est->replay.used && !est->replay.oom);
     assert_int_equal(est->replay.loss_cache_block, 2000 * GM_MIB);
