@@ -224,6 +224,41 @@ static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_next(char *p, uint64_t v, struct g
     return gm_fmt_u64_memo(p, v, m);
 }
 
+/* The key-and-digits text of many values of one field (gm_fmt_u64_memo()'s), each kept in
+ * the slot its value hashes to (a multiplicative hash), for a field whose values come round
+ * again: the addresses of a caching allocator's blocks, reused iteration after iteration,
+ * and the totals of a training loop in its steady state.  A value found in its slot is one
+ * copy; another is made by the field's memo and kept in the slot in place of the one
+ * there.  Every slot holds a value's text at all times (0's, from gm_fmt_slots_init()), so a
+ * value that matches its slot's is the text to copy. */
+struct gm_fmt_slot {
+    uint64_t v;
+    uint64_t n;               /* bytes of s */
+    char s[GM_FMT_MEMO_ROOM]; /* the key and v's digits, then room for the copy */
+};
+
+/* n_slots slots holding 0 with the key of 'm' (a memo fresh from gm_fmt_memo_init(), which
+ * holds 0 too). */
+void gm_fmt_slots_init(struct gm_fmt_slot *slots, size_t n_slots, const struct gm_fmt_memo *m);
+
+/* gm_fmt_u64_memo(p, v, m) by way of the slot of v among 2^bits: GM_FMT_MEMO_ROOM bytes
+ * written at p; returns the end of the number. */
+static GM_INLINE_ALWAYS char *gm_fmt_u64_slot(char *p, uint64_t v, struct gm_fmt_slot *slots,
+                                              unsigned bits, struct gm_fmt_memo *m)
+{
+    struct gm_fmt_slot *t = &slots[(v * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - bits)];
+    char *end;
+    if (GM_LIKELY(t->v == v)) {
+        memcpy(p, t->s, GM_FMT_MEMO_ROOM);
+        return p + t->n;
+    }
+    end = gm_fmt_u64_memo(p, v, m);
+    t->v = v;
+    t->n = (uint64_t)(end - p);
+    memcpy(t->s, p, GM_FMT_MEMO_ROOM);
+    return end;
+}
+
 /* "%0*llx": lowercase hex, zero-padded to 'width' digits, eight digits a word: up to seven
  * bytes past the end are room (overwritten). */
 char *gm_fmt_hex(char *p, uint64_t v, unsigned width);

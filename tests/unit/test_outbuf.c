@@ -253,6 +253,43 @@ static void test_memo(void **state)
 /* The padded writers write what printf writes and nothing past their room: the padding and
  * the hex digits a word at a time (seven bytes past the end), seconds GM_FMT_ROOM past the
  * end, a byte count 16 + width from the start. */
+/* The value slots write the key and what printf writes, nothing past GM_FMT_MEMO_ROOM:
+ * from their first state (every slot holds 0, so 0 is found in whichever slot), for values
+ * found in their slot, for values that take a slot from another (with few slots almost all
+ * collide), and after the memo behind them moved on to other values. */
+static void test_slots(void **state)
+{
+    struct gm_fmt_memo m;
+    struct gm_fmt_slot slots[4];
+    char want[64], got[2 * GM_FMT_MEMO_ROOM], *end;
+    uint64_t set[24];
+    (void)state;
+    gm_fmt_memo_init(&m, ",\"allocated_bytes\":");
+    gm_fmt_slots_init(slots, 4, &m);
+    for (size_t i = 0; i < 24; i++) {
+        unsigned shift = (unsigned)(rnd() % 64);
+        set[i] = i < 4 ? (uint64_t)i : rnd() >> shift; /* 0-3, and numbers of every length */
+    }
+    set[4] = UINT64_MAX;
+    set[5] = UINT64_C(10000000000000000000);
+    for (int round = 0; round < 6000; round++) {
+        /* first each value in turn, then a few at random (hits), then any value */
+        uint64_t v = round < 24     ? set[round]
+                     : round < 3000 ? set[rnd() % (round < 1500 ? 3 : 24)]
+                                    : rnd() >> (rnd() % 64);
+        memset(got, 'Z', sizeof(got));
+        end = gm_fmt_u64_slot(got, v, slots, 2, &m);
+        for (size_t i = GM_FMT_MEMO_ROOM; i < sizeof(got); i++)
+            assert_int_equal(got[i], 'Z');
+        *end = '\0';
+        snprintf(want, sizeof(want), ",\"allocated_bytes\":%" PRIu64, v);
+        if (strcmp(want, got)) {
+            fprintf(stderr, "slot %" PRIu64 ": want '%s', got '%s'\n", v, want, got);
+            fail();
+        }
+    }
+}
+
 static void check_written(const char *buf, const char *end, size_t room_end, const char *want)
 {
     size_t n = (size_t)(end - buf);
@@ -340,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_bytes),       cmocka_unit_test(test_ints),
         cmocka_unit_test(test_memo),        cmocka_unit_test(test_memo_next),
         cmocka_unit_test(test_padded_room), cmocka_unit_test(test_writer),
+        cmocka_unit_test(test_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
