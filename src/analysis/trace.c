@@ -255,7 +255,8 @@ static inline void show_stack(struct gm_outbuf *o, struct cache *c, uint32_t sta
  * extra's keys, "stack"[, "forward_stack"]}): the same for runs of events (one stack, one
  * extra, the reserved total unchanged), so it is kept as text and copied whole while they
  * stay the same; one longer than TAIL_MAX is made anew each time. */
-#define TAIL_MAX 128
+#define TAIL_MAX   128
+#define TAIL_SHORT 80 /* a tail this long or shorter is copied in a move of this many bytes */
 struct json_tail {
     /* the stack and extra (gm_snapshot_event.stack and .extra as one word: stack_extra()),
      * the reserved total and the event's GM_EVENT_HAS_POOL_ID (with the extra: "pool_id"
@@ -268,10 +269,16 @@ struct json_tail {
 };
 #define TAIL_NONE 0xff /* no GM_EVENT_HAS_POOL_ID bit pattern */
 
-/* The stack and extra of an event as one word (equal words: equal fields). */
+/* The stack and extra of an event as one word (equal words: equal fields; the two fields are
+ * neighbours in the event, read with one load). */
 static inline uint64_t stack_extra(const struct gm_snapshot_event *e)
 {
-    return (uint64_t)e->stack << 32 | e->extra;
+    uint64_t w;
+    _Static_assert(offsetof(struct gm_snapshot_event, extra) ==
+                       offsetof(struct gm_snapshot_event, stack) + 4,
+                   "stack and extra are one word");
+    memcpy(&w, &e->stack, 8);
+    return w;
 }
 
 /* The slots of the size, address and allocated total fields (gm_fmt_u64_slot()): 2^n each.
@@ -280,14 +287,16 @@ static inline uint64_t stack_extra(const struct gm_snapshot_event *e)
  * (on ../shared/testdata/snapshots' files from PyTorch 1024 slots find 82-99 % of the
  * addresses and 67-95 % of the totals). */
 #define SIZE_BITS  8
-#define VALUE_BITS 10
+#define VALUE_BITS 12
 
 /* What the NDJSON lines of one device repeat: the start of every line, each action's name
  * as a JSON string, and the digits each number field wrote last (gm_fmt_u64_memo). */
 struct json_line {
     char head[32]; /* {"device":N,"index": (N an int32_t: at most 32 bytes) */
     size_t n_head;
-    bool index_has_head; /* the index memo's key is the head */
+    /* the index memo's key is the head (when the head with every index of the device fits
+     * GM_FMT_SHORT_ROOM bytes: all but traces of a billion events) */
+    bool index_has_head;
     /* the stack and extra of the line before (stack_extra()); UINT64_MAX before the first
      * line, which no event has: stack UINT32_MAX is past the last stack and extra
      * UINT32_MAX past the last extra (intern.c keeps both counts below) */
@@ -347,6 +356,7 @@ static inline char *put_text(struct gm_outbuf *o, char *p, const char *s, size_t
 static void json_line_init(struct json_line *jl, const struct gm_snapshot_device *d)
 {
     char *p;
+    size_t n_digits = 1; /* of the device's last index */
     const struct {
         struct gm_fmt_memo *m;
         const char *key;
@@ -359,9 +369,17 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
                  {&jl->reserved, ",\"reserved_bytes\":"},
                  {&jl->stack, ",\"stack\":"},
                  {&jl->fwd, ",\"forward_stack\":"}};
+    /* the fields written by the short copies (gm_fmt_u64_memo_short, _slot_short) */
+    _Static_assert(sizeof(",\"addr\":") - 1 <= GM_FMT_SHORT_KEY &&
+                       sizeof(",\"size\":") - 1 <= GM_FMT_SHORT_KEY &&
+                       sizeof(",\"time_us\":") - 1 <= GM_FMT_SHORT_KEY &&
+                       sizeof(",\"stack\":") - 1 <= GM_FMT_SHORT_KEY,
+                   "the short keys fit GM_FMT_SHORT_KEY");
     memset(jl, 0, sizeof(*jl));
     jl->last_se = UINT64_MAX;
     jl->extra_id = UINT64_MAX;
+    jl->stream = stream_0;
+    jl->n_stream = sizeof(",\"stream\":0") - 1;
     jl->tail.pool = TAIL_NONE;
     for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++)
         gm_fmt_memo_init(memos[i].m, memos[i].key);
@@ -372,8 +390,10 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     p = gm_fmt_i64(p, d->index);
     p = gm_fmt_lit(p, ",\"index\":");
     jl->n_head = (size_t)(p - jl->head);
-    /* the start of the line as the index's key, where it fits one */
-    if (jl->n_head <= GM_FMT_KEY_MAX) {
+    /* the start of the line as the index's key, where it fits a short copy with every index */
+    for (uint64_t last = d->n_events ? d->n_events - 1 : 0; last >= 10; last /= 10)
+        n_digits++;
+    if (jl->n_head <= GM_FMT_KEY_MAX && jl->n_head + n_digits <= GM_FMT_SHORT_ROOM) {
         *p = '\0';
         gm_fmt_memo_init(&jl->index, jl->head);
         jl->index_has_head = true;
@@ -397,51 +417,63 @@ static inline unsigned action_slot(unsigned a)
     return a < GM_ACTION_COUNT ? a : GM_ACTION_COUNT;
 }
 
-static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl, size_t k,
-                       const struct gm_snapshot_event *e, const struct snap_walk_totals *tl)
+/* One event's line, written at p, the end of what o holds (not committed: the caller keeps
+ * the position from line to line and commits it); returns the end of the line.
+ * head_in_index: jl->index_has_head (a constant where this is inlined, so that the loop of
+ * each case tests nothing for it). */
+static GM_INLINE_ALWAYS char *json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl,
+                                         size_t k, const struct gm_snapshot_event *e,
+                                         const struct snap_walk_totals *tl, bool head_in_index,
+                                         char *p)
 {
     const struct gm_snapshot *snap = c->snap;
     const struct gm_snapshot_event_extra *x;
     const struct xtext *t;
     struct json_tail *tc = &jl->tail;
     uint64_t se = stack_extra(e);
-    char *p, *tail;
-    if (e->extra != jl->extra_id) {
-        /* runs of events share their extra: it is looked up once a run */
-        jl->x = NULL;
-        jl->t = NULL;
-        jl->name = NULL;
-        jl->stream = stream_0;
-        jl->n_stream = sizeof(",\"stream\":0") - 1;
-        if (e->extra && e->extra <= snap->n_extras) {
-            jl->x = &snap->extras[e->extra - 1];
-            jl->t = extra_of(c, e->extra, true);
-            jl->name = jl->t->name;
-            jl->n_name = jl->t->n_name;
-            jl->stream = jl->t->stream;
-            jl->n_stream = jl->t->n_stream;
+    char *tail;
+    /* runs of events share their stack and extra: a change of either is looked at once a
+     * run (the state before the first line is that of no extra, with a word no event has) */
+    if (GM_UNLIKELY(se != jl->last_se)) {
+        gm_outbuf_commit(o, p); /* a frames line goes out through o */
+        if (e->extra != jl->extra_id) {
+            jl->x = NULL;
+            jl->t = NULL;
+            jl->name = NULL;
+            jl->stream = stream_0;
+            jl->n_stream = sizeof(",\"stream\":0") - 1;
+            if (e->extra && e->extra <= snap->n_extras) {
+                jl->x = &snap->extras[e->extra - 1];
+                jl->t = extra_of(c, e->extra, true);
+                jl->name = jl->t->name;
+                jl->n_name = jl->t->n_name;
+                jl->stream = jl->t->stream;
+                jl->n_stream = jl->t->n_stream;
+            }
+            jl->extra_id = e->extra;
         }
-        jl->extra_id = e->extra;
-    }
-    x = jl->x;
-    t = jl->t;
-    /* the frames lines of the stack and extra of the line before are written already:
-     * skipping show_stack() is only a shortcut (it writes a stack's frames line once, and
-     * its "already shown" marks are never reset) */
-    if (se != jl->last_se) {
+        /* the frames lines of the stack and extra of the line before are written already:
+         * skipping show_stack() is only a shortcut (it writes a stack's frames line once,
+         * and its "already shown" marks are never reset) */
         show_stack(o, c, e->stack);
-        if (x)
-            show_stack(o, c, x->forward_stack);
+        if (jl->x)
+            show_stack(o, c, jl->x->forward_stack);
         jl->last_se = se;
+        p = o->buf + o->n;
     }
     /* the names and keys come from the file, of any length: the short ones in the line's
      * room */
-    p = gm_outbuf_reserve(o, LINE_RESERVE);
-    if (!jl->index_has_head) {
+    if (GM_UNLIKELY((size_t)(o->buf + GM_OUTBUF_SIZE - p) < LINE_RESERVE)) {
+        gm_outbuf_commit(o, p);
+        p = gm_outbuf_reserve(o, LINE_RESERVE);
+    }
+    if (head_in_index) {
+        p = gm_fmt_u64_memo_next_copy(p, k, &jl->index, GM_FMT_SHORT_ROOM);
+    } else {
         memcpy(p, jl->head, sizeof(jl->head));
         p += jl->n_head;
+        p = gm_fmt_u64_memo_next(p, k, &jl->index);
     }
-    p = gm_fmt_u64_memo_next(p, k, &jl->index);
     if (jl->name) {
         p = gm_fmt_lit(p, ",\"action\":");
         p = put_text(o, p, jl->name, jl->n_name);
@@ -453,14 +485,14 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     if (e->action == GM_ACTION_OOM)
         p = gm_fmt_u64_memo(p, e->addr, &jl->device_free);
     else if (e->flags & GM_EVENT_HAS_ADDR)
-        p = gm_fmt_u64_slot(p, e->addr, jl->addr_slot, VALUE_BITS, &jl->addr);
-    p = gm_fmt_u64_slot(p, e->size, jl->size_slot, SIZE_BITS, &jl->size);
+        p = gm_fmt_u64_slot_short(p, e->addr, jl->addr_slot, VALUE_BITS, &jl->addr);
+    p = gm_fmt_u64_slot_short(p, e->size, jl->size_slot, SIZE_BITS, &jl->size);
     memcpy(p, jl->stream, TEXT_TAIL);
     p += jl->n_stream;
     if (!(e->flags & GM_EVENT_HAS_TIME)) {
         p = gm_fmt_lit(p, ",\"time_us\":null");
     } else if (e->time_us >= 0) {
-        p = gm_fmt_u64_memo(p, (uint64_t)e->time_us, &jl->time);
+        p = gm_fmt_u64_memo_short(p, (uint64_t)e->time_us, &jl->time);
     } else {
         p = gm_fmt_lit(p, ",\"time_us\":");
         p = gm_fmt_i64(p, e->time_us);
@@ -468,15 +500,18 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     p = gm_fmt_u64_slot(p, tl->allocated, jl->allocated_slot, VALUE_BITS, &jl->allocated);
     if (se == tc->stack_extra && tl->reserved == tc->reserved &&
         (e->flags & GM_EVENT_HAS_POOL_ID) == tc->pool) {
-        memcpy(p, tc->s, TAIL_MAX);
-        p += tc->n;
-        gm_outbuf_commit(o, p);
-        return;
+        if (tc->n <= TAIL_SHORT)
+            memcpy(p, tc->s, TAIL_SHORT);
+        else
+            memcpy(p, tc->s, TAIL_MAX);
+        return p + tc->n;
     }
     /* the kept line end: everything written from here to the line's end must depend only on
      * the key compared above (stack, extra, reserved total, pool flag); a field that depends on
      * anything else goes before this point, or into that key */
     tail = p;
+    x = jl->x;
+    t = jl->t;
     p = gm_fmt_u64_memo(p, tl->reserved, &jl->reserved);
     if ((e->flags & GM_EVENT_HAS_POOL_ID) && x) {
         p = gm_fmt_lit(p, ",\"pool_id\":[");
@@ -492,7 +527,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         *p++ = ',';
         p = put_text(o, p, t->keys, t->n_keys);
     }
-    p = gm_fmt_u64_memo(p, e->stack, &jl->stack);
+    p = gm_fmt_u64_memo_short(p, e->stack, &jl->stack);
     if (x && x->forward_stack)
         p = gm_fmt_u64_memo(p, x->forward_stack, &jl->fwd);
     p = gm_fmt_lit(p, "}\n");
@@ -503,7 +538,7 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         tc->n = (uint8_t)(p - tail);
         memcpy(tc->s, tail, tc->n);
     }
-    gm_outbuf_commit(o, p);
+    return p;
 }
 
 static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
@@ -638,10 +673,17 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
         }
         if (k0 < opts->from)
             i = opts->from - k0 < n ? (size_t)(opts->from - k0) : n;
-        for (; i < n; i++)
-            if (json)
-                json_event(o, c, jl, k0 + i, &e[i], &after[i]);
+        if (json) {
+            char *p = o->buf + o->n;
+            if (jl->index_has_head)
+                for (; i < n; i++)
+                    p = json_event(o, c, jl, k0 + i, &e[i], &after[i], true, p);
             else
+                for (; i < n; i++)
+                    p = json_event(o, c, jl, k0 + i, &e[i], &after[i], false, p);
+            gm_outbuf_commit(o, p);
+        } else
+            for (; i < n; i++)
                 text_event(o, c, k0 + i, &e[i], &after[i], t0);
     }
     gm_snapshot_walk_release(&wk);

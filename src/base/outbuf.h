@@ -193,7 +193,10 @@ void gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key);
  * the wide span, else all the digits anew. */
 char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m);
 
-static GM_INLINE_ALWAYS char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
+/* gm_fmt_u64_memo() with the made text copied in a move of 'copy' bytes (a constant, at
+ * least the key and twenty digits; the slow route moves GM_FMT_MEMO_ROOM all the same). */
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_copy(char *p, uint64_t v, struct gm_fmt_memo *m,
+                                                   size_t copy)
 {
     if (v != m->v) {
         if (v - m->base < 100000000u && m->block) {
@@ -210,18 +213,40 @@ static GM_INLINE_ALWAYS char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt
         }
         m->v = v;
     }
-    memcpy(p, m->s + m->off, GM_FMT_MEMO_ROOM);
+    memcpy(p, m->s + m->off, copy);
     return p + m->n;
 }
 
-/* gm_fmt_u64_memo() for a field that counts up by one (an index): that route first. */
-static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_next(char *p, uint64_t v, struct gm_fmt_memo *m)
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_memo_copy(p, v, m, GM_FMT_MEMO_ROOM);
+}
+
+/* gm_fmt_u64_memo() of a memo whose key is at most GM_FMT_SHORT_KEY bytes: its key and
+ * digits fit GM_FMT_SHORT_ROOM bytes, copied in one move of that many (the room at p is
+ * GM_FMT_MEMO_ROOM all the same). */
+#define GM_FMT_SHORT_KEY  12
+#define GM_FMT_SHORT_ROOM (GM_FMT_SHORT_KEY + 20)
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_short(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_memo_copy(p, v, m, GM_FMT_SHORT_ROOM);
+}
+
+/* gm_fmt_u64_memo() for a field that counts up by one (an index): that route first; the
+ * text moved in one copy of 'copy' bytes (gm_fmt_u64_memo_copy()). */
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_next_copy(char *p, uint64_t v, struct gm_fmt_memo *m,
+                                                        size_t copy)
 {
     if (v - m->v == 1 && v && m->s[GM_FMT_MEMO_END - 1] != '9') {
         m->s[GM_FMT_MEMO_END - 1]++;
         m->v = v;
     }
-    return gm_fmt_u64_memo(p, v, m);
+    return gm_fmt_u64_memo_copy(p, v, m, copy);
+}
+
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_next(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_memo_next_copy(p, v, m, GM_FMT_MEMO_ROOM);
 }
 
 /* The key-and-digits text of many values of one field (gm_fmt_u64_memo()'s), each kept in
@@ -241,22 +266,37 @@ struct gm_fmt_slot {
  * holds 0 too). */
 void gm_fmt_slots_init(struct gm_fmt_slot *slots, size_t n_slots, const struct gm_fmt_memo *m);
 
-/* gm_fmt_u64_memo(p, v, m) by way of the slot of v among 2^bits: GM_FMT_MEMO_ROOM bytes
- * written at p; returns the end of the number. */
-static GM_INLINE_ALWAYS char *gm_fmt_u64_slot(char *p, uint64_t v, struct gm_fmt_slot *slots,
-                                              unsigned bits, struct gm_fmt_memo *m)
+/* gm_fmt_u64_memo(p, v, m) by way of the slot of v among 2^bits, its text moved in one copy
+ * of 'copy' bytes (a constant: GM_FMT_MEMO_ROOM, or GM_FMT_SHORT_ROOM for a key of at most
+ * GM_FMT_SHORT_KEY bytes); GM_FMT_MEMO_ROOM bytes of room at p; returns the end of the
+ * number. */
+static GM_INLINE_ALWAYS char *gm_fmt_u64_slot_copy(char *p, uint64_t v, struct gm_fmt_slot *slots,
+                                                   unsigned bits, struct gm_fmt_memo *m,
+                                                   size_t copy)
 {
     struct gm_fmt_slot *t = &slots[(v * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - bits)];
     char *end;
     if (GM_LIKELY(t->v == v)) {
-        memcpy(p, t->s, GM_FMT_MEMO_ROOM);
+        memcpy(p, t->s, copy);
         return p + t->n;
     }
     end = gm_fmt_u64_memo(p, v, m);
     t->v = v;
     t->n = (uint64_t)(end - p);
-    memcpy(t->s, p, GM_FMT_MEMO_ROOM);
+    memcpy(t->s, p, copy);
     return end;
+}
+
+static GM_INLINE_ALWAYS char *gm_fmt_u64_slot(char *p, uint64_t v, struct gm_fmt_slot *slots,
+                                              unsigned bits, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_slot_copy(p, v, slots, bits, m, GM_FMT_MEMO_ROOM);
+}
+
+static GM_INLINE_ALWAYS char *gm_fmt_u64_slot_short(char *p, uint64_t v, struct gm_fmt_slot *slots,
+                                                    unsigned bits, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_slot_copy(p, v, slots, bits, m, GM_FMT_SHORT_ROOM);
 }
 
 /* "%0*llx": lowercase hex, zero-padded to 'width' digits, eight digits a word: up to seven
