@@ -41,15 +41,37 @@ struct ftext {
     size_t n;
 };
 
+/* The slots of the size, address and allocated total fields (gm_fmt_u64_slot(), and the
+ * text columns): 2^n each.  A training loop's few sizes come round again and again; a
+ * caching allocator hands out its blocks again at the same addresses, and a steady loop
+ * comes back to the same totals at the same point of each step.  A value the same as the
+ * line before is found in its slot whatever the size (a third of the totals and addresses:
+ * free_requested then free_completed); the rest depends on how many values a step goes
+ * through: 4096 slots (256 KiB a field) hold a step of a few thousand events (the synthetic
+ * GPT's step of 2,889 events: 96 % of the addresses and 89 % of the totals found; with
+ * 1024 slots 90 % and 71 %; on ../shared/testdata/snapshots' PyTorch files 1024 slots find
+ * 82-99 % and 67-95 %). */
+#define SIZE_BITS  8
+#define VALUE_BITS 12
+
 /* A byte count in its text column (gm_fmt_iec(), width 11), kept for the next time the
  * same count comes: a training loop's sizes and totals come round again.  gm_fmt_iec()
- * writes at most 16 + 11 bytes. */
-#define IEC_SLOTS 64
-#define IEC_ROOM  32
+ * writes at most 16 + 11 bytes.  Every slot holds a count's text (0's at first). */
+#define IEC_BITS 12
+#define IEC_ROOM 32
 struct iec_text {
     uint64_t v;
-    uint8_t n; /* bytes of s; 0: empty */
+    uint8_t n; /* bytes of s */
     char s[IEC_ROOM];
+};
+
+/* An address in its text column ("0x%014llx "), kept by value as the JSON addresses are
+ * (gm_fmt_u64_slot()); every slot holds an address's text (0's at first). */
+#define HEX_ROOM 24 /* "0x", up to 16 digits, ' ' */
+struct hex_text {
+    uint64_t v;
+    uint8_t n; /* bytes of s */
+    char s[HEX_ROOM];
 };
 
 /* What is made once per stack and per extra. */
@@ -62,18 +84,33 @@ struct cache {
     /* text: each action's name in its column (padded to 15, as gm_fmt_left() pads) */
     char action_col[GM_ACTION_COUNT + 1][32];
     uint8_t n_action_col[GM_ACTION_COUNT + 1];
-    struct iec_text *iec; /* text: IEC_SLOTS byte counts in their column */
+    struct iec_text *iec; /* text: 2^IEC_BITS byte counts in their column */
+    struct hex_text *hex; /* text: 2^VALUE_BITS addresses in their column */
 };
 
 /* gm_fmt_iec(p, v, 11) by way of the slot of v. */
 static inline char *put_iec(struct cache *c, char *p, uint64_t v)
 {
-    struct iec_text *t = &c->iec[(v * UINT64_C(0x9E3779B97F4A7C15)) >> 58];
-    if (t->v != v || !t->n) {
+    struct iec_text *t = &c->iec[(v * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - IEC_BITS)];
+    if (t->v != v) {
         t->n = (uint8_t)(gm_fmt_iec(t->s, v, 11) - t->s);
         t->v = v;
     }
     memcpy(p, t->s, IEC_ROOM);
+    return p + t->n;
+}
+
+/* "0x%014llx " of v by way of the slot of v. */
+static inline char *put_hex(struct cache *c, char *p, uint64_t v)
+{
+    struct hex_text *t = &c->hex[(v * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - VALUE_BITS)];
+    if (t->v != v) {
+        char *q = gm_fmt_hex(gm_fmt_lit(t->s, "0x"), v, 14);
+        *q++ = ' ';
+        t->n = (uint8_t)(q - t->s);
+        t->v = v;
+    }
+    memcpy(p, t->s, HEX_ROOM);
     return p + t->n;
 }
 
@@ -280,14 +317,6 @@ static inline uint64_t stack_extra(const struct gm_snapshot_event *e)
     memcpy(&w, &e->stack, 8);
     return w;
 }
-
-/* The slots of the size, address and allocated total fields (gm_fmt_u64_slot()): 2^n each.
- * A training loop's few sizes come round again and again; a caching allocator hands out
- * its blocks again at the same addresses, and a steady loop comes back to the same totals
- * (on ../shared/testdata/snapshots' files from PyTorch 1024 slots find 82-99 % of the
- * addresses and 67-95 % of the totals). */
-#define SIZE_BITS  8
-#define VALUE_BITS 12
 
 /* What the NDJSON lines of one device repeat: the start of every line, each action's name
  * as a JSON string, and the digits each number field wrote last (gm_fmt_u64_memo). */
@@ -541,24 +570,93 @@ static GM_INLINE_ALWAYS char *json_event(struct gm_outbuf *o, struct cache *c, s
     return p;
 }
 
-static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
-                       const struct gm_snapshot_event *e, const struct snap_walk_totals *tl,
-                       int64_t t0)
+/* What the text lines of one device repeat: what is made of the stack and extra of the
+ * line before, the index column of the line before and the seconds column's whole
+ * seconds. */
+struct text_line {
+    /* the stack and extra of the line before (stack_extra()); UINT64_MAX before the first
+     * line, which no event has (as json_line.last_se) */
+    uint64_t last_se;
+    const struct gm_snapshot_event_extra *x; /* its extra, or NULL */
+    const struct xtext *t;                   /* the extra's texts (with x) */
+    const struct ftext *fr;                  /* the text of its user frame */
+    /* the index column ("%7llu") of index k */
+    uint64_t k;
+    uint8_t n_k;
+    char k_s[64]; /* gm_fmt_u64()'s room past the column */
+    /* the seconds column ("%+12.6f") up to its point of the whole seconds sec (UINT64_MAX:
+     * none yet) */
+    uint64_t sec;
+    uint8_t n_sec;
+    char sec_s[64]; /* gm_fmt_seconds()'s room past the column */
+};
+
+static void text_line_init(struct text_line *tl)
+{
+    memset(tl, 0, sizeof(*tl));
+    tl->last_se = UINT64_MAX;
+    tl->n_k = (uint8_t)(gm_fmt_u64(tl->k_s, 0, 7) - tl->k_s); /* index 0 */
+    tl->sec = UINT64_MAX;
+}
+
+/* The room of a text line: every part is bounded (the action name is cut to 31 bytes, the
+ * frame to 511, the metadata to 2 x 127). */
+#define TEXT_LINE_ROOM 1200
+
+/* One event's text line at p, the end of what o holds (not committed, as json_event()); the
+ * end of the line. */
+static GM_INLINE_ALWAYS char *text_event(struct gm_outbuf *o, struct cache *c, struct text_line *tl,
+                                         size_t k, const struct gm_snapshot_event *e,
+                                         const struct snap_walk_totals *tot, int64_t t0, char *p)
 {
     const struct gm_snapshot *snap = c->snap;
-    const struct gm_snapshot_event_extra *x = gm_snapshot_event_extra_of(snap, e);
-    const struct ftext *fr = frame_text(c, gm_snapshot_event_user_stack(snap, e));
-    /* every part is bounded: the action name is cut to 31 bytes, the frame to 511, the
-     * metadata to 2 x 127 */
-    char *p = gm_outbuf_reserve(o, 1200);
-    p = gm_fmt_u64(p, k, 7);
+    const struct gm_snapshot_event_extra *x;
+    uint64_t se = stack_extra(e);
+    if (GM_UNLIKELY(se != tl->last_se)) {
+        /* the extra and the user frame depend on the stack and extra alone */
+        tl->x = gm_snapshot_event_extra_of(snap, e);
+        tl->t = tl->x ? extra_of(c, e->extra, false) : NULL;
+        tl->fr = frame_text(c, gm_snapshot_event_user_stack(snap, e));
+        tl->last_se = se;
+    }
+    x = tl->x;
+    if (GM_UNLIKELY((size_t)(o->buf + GM_OUTBUF_SIZE - p) < TEXT_LINE_ROOM)) {
+        gm_outbuf_commit(o, p);
+        p = gm_outbuf_reserve(o, TEXT_LINE_ROOM);
+    }
+    /* the index: one more than the line before is its last digit's step (no carry) */
+    if (k != tl->k) {
+        if (k - tl->k == 1 && k && tl->k_s[tl->n_k - 1] != '9')
+            tl->k_s[tl->n_k - 1]++;
+        else
+            tl->n_k = (uint8_t)(gm_fmt_u64(tl->k_s, k, 7) - tl->k_s);
+        tl->k = k;
+    }
+    memcpy(p, tl->k_s, 32); /* at most 20 digits */
+    p += tl->n_k;
     *p++ = ' ';
     if (e->flags & GM_EVENT_HAS_TIME) {
-        p = gm_fmt_seconds(p, (int64_t)((uint64_t)e->time_us - (uint64_t)t0), 12);
+        uint64_t us = (uint64_t)e->time_us - (uint64_t)t0;
+        if (us < ((uint64_t)1 << 52)) {
+            /* gm_fmt_seconds(): the column up to the point depends on the whole seconds
+             * alone, then the six decimals */
+            uint64_t sec = us / 1000000u;
+            if (sec != tl->sec) {
+                tl->n_sec = (uint8_t)(gm_fmt_seconds(tl->sec_s, (int64_t)(sec * 1000000u), 12) -
+                                      tl->sec_s - 6);
+                tl->sec = sec;
+            }
+            memcpy(p, tl->sec_s, 32); /* the sign, at most 10 digits, the point */
+            p += tl->n_sec;
+            gm_store64(p, (gm_digits8((uint32_t)(us - sec * 1000000u)) | GM_ASCII_ZEROS) >> 16);
+            p += 6;
+        } else {
+            p = gm_fmt_seconds(p, (int64_t)us, 12);
+        }
         p = gm_fmt_lit(p, "s ");
     }
     if (x && x->action_name) {
-        const struct xtext *t = extra_of(c, e->extra, false);
+        const struct xtext *t = tl->t;
         p = t->name ? gm_fmt_left(p, t->name, t->n_name, 15) : gm_fmt_left(p, "", 0, 15);
     } else {
         unsigned a = action_slot(e->action);
@@ -566,16 +664,13 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         p += c->n_action_col[a];
     }
     *p++ = ' ';
-    if (e->action == GM_ACTION_OOM) {
+    if (e->action == GM_ACTION_OOM)
         p = gm_fmt_lit(p, "requested        ");
-    } else {
-        p = gm_fmt_lit(p, "0x");
-        p = gm_fmt_hex(p, e->addr, 14);
-        *p++ = ' ';
-    }
+    else
+        p = put_hex(c, p, e->addr);
     p = put_iec(c, p, e->size);
     p = gm_fmt_lit(p, "  total ");
-    p = put_iec(c, p, tl->allocated);
+    p = put_iec(c, p, tot->allocated);
     if (x && x->stream) {
         p = gm_fmt_lit(p, "  stream 0x");
         p = gm_fmt_hex(p, x->stream, 1);
@@ -595,15 +690,12 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         p = gm_fmt_i64(p, x->pool_id[1]);
         *p++ = ')';
     }
-    if (x) {
-        const struct xtext *t = extra_of(c, e->extra, false);
-        if (t->keys)
-            p = gm_fmt_str(p, t->keys, t->n_keys);
-    }
-    if (fr->n) /* a stack past the last one has no text (and no pointer to copy from) */
-        p = gm_fmt_str(p, fr->s, fr->n);
+    if (x && tl->t->keys)
+        p = gm_fmt_str(p, tl->t->keys, tl->t->n_keys);
+    if (tl->fr->n) /* a stack past the last one has no text (and no pointer to copy from) */
+        p = gm_fmt_str(p, tl->fr->s, tl->fr->n);
     *p++ = '\n';
-    gm_outbuf_commit(o, p);
+    return p;
 }
 
 static void cache_release(struct cache *c)
@@ -618,6 +710,27 @@ static void cache_release(struct cache *c)
     gm_free(c->extra);
     gm_free(c->shown);
     gm_free(c->iec);
+    gm_free(c->hex);
+}
+
+/* The text columns' slots, each holding 0's text. */
+static bool text_slots_init(struct cache *c)
+{
+    c->iec = gm_malloc(((size_t)1 << IEC_BITS) * sizeof(*c->iec));
+    c->hex = gm_malloc(((size_t)1 << VALUE_BITS) * sizeof(*c->hex));
+    if (!c->iec || !c->hex)
+        return false;
+    for (size_t i = 0; i < (size_t)1 << IEC_BITS; i++) {
+        c->iec[i].v = 0;
+        c->iec[i].n = (uint8_t)(gm_fmt_iec(c->iec[i].s, 0, 11) - c->iec[i].s);
+    }
+    for (size_t i = 0; i < (size_t)1 << VALUE_BITS; i++) {
+        char *q = gm_fmt_hex(gm_fmt_lit(c->hex[i].s, "0x"), 0, 14);
+        *q++ = ' ';
+        c->hex[i].v = 0;
+        c->hex[i].n = (uint8_t)(q - c->hex[i].s);
+    }
+    return true;
 }
 
 /* One device: a line before and after its events in text. */
@@ -632,6 +745,7 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
     struct gm_snapshot_cursor cur;
     const struct gm_snapshot_event *e;
     struct json_line *jl = NULL;
+    struct text_line txt;
     int64_t t0 = 0;
     size_t n_batch;
     bool past_to = false;
@@ -642,6 +756,7 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
         json_line_init(jl, d);
     }
+    text_line_init(&txt);
     if ((st = gm_snapshot_timeline(snap, d->index, 0, &tl, err)) != GM_OK) {
         gm_free(jl);
         return st;
@@ -682,9 +797,12 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
                 for (; i < n; i++)
                     p = json_event(o, c, jl, k0 + i, &e[i], &after[i], false, p);
             gm_outbuf_commit(o, p);
-        } else
+        } else {
+            char *p = o->buf + o->n;
             for (; i < n; i++)
-                text_event(o, c, k0 + i, &e[i], &after[i], t0);
+                p = text_event(o, c, &txt, k0 + i, &e[i], &after[i], t0, p);
+            gm_outbuf_commit(o, p);
+        }
     }
     gm_snapshot_walk_release(&wk);
     if (!json) {
@@ -715,9 +833,9 @@ enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
     c.frame = gm_calloc(snap->n_stacks + 1, sizeof(*c.frame));
     c.shown = gm_calloc(snap->n_stacks + 1, 1);
     c.extra = gm_calloc(snap->n_extras + 1, sizeof(*c.extra));
-    c.iec = gm_calloc(IEC_SLOTS, sizeof(*c.iec));
     o = gm_malloc(sizeof(*o));
-    if (!c.frame || !c.shown || !c.extra || !c.iec || !o) {
+    if (!c.frame || !c.shown || !c.extra || !o ||
+        (opts->format != GM_TRACE_NDJSON && !text_slots_init(&c))) {
         cache_release(&c);
         gm_free(o);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
