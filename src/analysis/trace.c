@@ -41,15 +41,37 @@ struct ftext {
     size_t n;
 };
 
+/* The slots of the size, address and allocated total fields (gm_fmt_u64_slot(), and the
+ * text columns): 2^n each.  A training loop's few sizes come round again and again; a
+ * caching allocator hands out its blocks again at the same addresses, and a steady loop
+ * comes back to the same totals at the same point of each step.  A value the same as the
+ * line before is found in its slot whatever the size (a third of the totals and addresses:
+ * free_requested then free_completed); the rest depends on how many values a step goes
+ * through: 4096 slots (256 KiB a field) hold a step of a few thousand events (the synthetic
+ * GPT's step of 2,889 events: 96 % of the addresses and 89 % of the totals found; with
+ * 1024 slots 90 % and 71 %; on ../shared/testdata/snapshots' PyTorch files 1024 slots find
+ * 82-99 % and 67-95 %). */
+#define SIZE_BITS  8
+#define VALUE_BITS 12
+
 /* A byte count in its text column (gm_fmt_iec(), width 11), kept for the next time the
  * same count comes: a training loop's sizes and totals come round again.  gm_fmt_iec()
- * writes at most 16 + 11 bytes. */
-#define IEC_SLOTS 64
-#define IEC_ROOM  32
+ * writes at most 16 + 11 bytes.  Every slot holds a count's text (0's at first). */
+#define IEC_BITS 12
+#define IEC_ROOM 32
 struct iec_text {
     uint64_t v;
-    uint8_t n; /* bytes of s; 0: empty */
+    uint8_t n; /* bytes of s */
     char s[IEC_ROOM];
+};
+
+/* An address in its text column ("0x%014llx "), kept by value as the JSON addresses are
+ * (gm_fmt_u64_slot()); every slot holds an address's text (0's at first). */
+#define HEX_ROOM 24 /* "0x", up to 16 digits, ' ' */
+struct hex_text {
+    uint64_t v;
+    uint8_t n; /* bytes of s */
+    char s[HEX_ROOM];
 };
 
 /* What is made once per stack and per extra. */
@@ -62,18 +84,33 @@ struct cache {
     /* text: each action's name in its column (padded to 15, as gm_fmt_left() pads) */
     char action_col[GM_ACTION_COUNT + 1][32];
     uint8_t n_action_col[GM_ACTION_COUNT + 1];
-    struct iec_text *iec; /* text: IEC_SLOTS byte counts in their column */
+    struct iec_text *iec; /* text: 2^IEC_BITS byte counts in their column */
+    struct hex_text *hex; /* text: 2^VALUE_BITS addresses in their column */
 };
 
 /* gm_fmt_iec(p, v, 11) by way of the slot of v. */
 static inline char *put_iec(struct cache *c, char *p, uint64_t v)
 {
-    struct iec_text *t = &c->iec[(v * UINT64_C(0x9E3779B97F4A7C15)) >> 58];
-    if (t->v != v || !t->n) {
+    struct iec_text *t = &c->iec[(v * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - IEC_BITS)];
+    if (t->v != v) {
         t->n = (uint8_t)(gm_fmt_iec(t->s, v, 11) - t->s);
         t->v = v;
     }
     memcpy(p, t->s, IEC_ROOM);
+    return p + t->n;
+}
+
+/* "0x%014llx " of v by way of the slot of v. */
+static inline char *put_hex(struct cache *c, char *p, uint64_t v)
+{
+    struct hex_text *t = &c->hex[(v * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - VALUE_BITS)];
+    if (t->v != v) {
+        char *q = gm_fmt_hex(gm_fmt_lit(t->s, "0x"), v, 14);
+        *q++ = ' ';
+        t->n = (uint8_t)(q - t->s);
+        t->v = v;
+    }
+    memcpy(p, t->s, HEX_ROOM);
     return p + t->n;
 }
 
@@ -255,40 +292,67 @@ static inline void show_stack(struct gm_outbuf *o, struct cache *c, uint32_t sta
  * extra's keys, "stack"[, "forward_stack"]}): the same for runs of events (one stack, one
  * extra, the reserved total unchanged), so it is kept as text and copied whole while they
  * stay the same; one longer than TAIL_MAX is made anew each time. */
-#define TAIL_MAX 128
+#define TAIL_MAX   128
+#define TAIL_SHORT 80 /* a tail this long or shorter is copied in a move of this many bytes */
 struct json_tail {
-    bool valid;   /* s holds the tail of the fields below */
-    uint8_t pool; /* the event's GM_EVENT_HAS_POOL_ID (with the extra: "pool_id" or not) */
-    uint32_t stack, extra;
+    /* the stack and extra (gm_snapshot_event.stack and .extra as one word: stack_extra()),
+     * the reserved total and the event's GM_EVENT_HAS_POOL_ID (with the extra: "pool_id"
+     * or not) s was made for; pool TAIL_NONE: s holds none */
+    uint64_t stack_extra;
     uint64_t reserved;
+    uint8_t pool;
     uint8_t n; /* bytes of s */
     char s[TAIL_MAX];
 };
+#define TAIL_NONE 0xff /* no GM_EVENT_HAS_POOL_ID bit pattern */
 
-/* The slots of the size field: a training loop's few sizes come round again and again,
- * so each size has its text kept in the slot its value hashes to. */
-#define SIZE_SLOTS 16
+/* The stack and extra of an event as one word (equal words: equal fields; the two fields are
+ * neighbours in the event, read with one load). */
+static inline uint64_t stack_extra(const struct gm_snapshot_event *e)
+{
+    uint64_t w;
+    _Static_assert(offsetof(struct gm_snapshot_event, extra) ==
+                       offsetof(struct gm_snapshot_event, stack) + 4,
+                   "stack and extra are one word");
+    memcpy(&w, &e->stack, 8);
+    return w;
+}
 
 /* What the NDJSON lines of one device repeat: the start of every line, each action's name
  * as a JSON string, and the digits each number field wrote last (gm_fmt_u64_memo). */
 struct json_line {
     char head[32]; /* {"device":N,"index": (N an int32_t: at most 32 bytes) */
     size_t n_head;
-    bool index_has_head; /* the index memo's key is the head */
-    /* the extra of the line before, and what is made of it */
-    bool extra_known;
-    uint32_t extra_id;
+    /* the index memo's key is the head (when the head with every index of the device fits
+     * GM_FMT_SHORT_ROOM bytes: all but traces of a billion events) */
+    bool index_has_head;
+    /* the stack and extra of the line before (stack_extra()); UINT64_MAX before the first
+     * line, which no event has: stack UINT32_MAX is past the last stack and extra
+     * UINT32_MAX past the last extra (intern.c keeps both counts below) */
+    uint64_t last_se;
+    /* the extra of the line before (UINT64_MAX before the first line), and what is made of
+     * it: its action name (NULL: the action's own) and its ,"stream":N text */
+    uint64_t extra_id;
     const struct gm_snapshot_event_extra *x;
     const struct xtext *t;
+    const char *name;
+    size_t n_name;
+    const char *stream;
+    size_t n_stream;
     /* ,"action":"name" of each action, the last: "other" */
     char action[GM_ACTION_COUNT + 1][32];
     uint8_t n_action[GM_ACTION_COUNT + 1];
     /* each number field with its key before it (",\"size\":"); the index's key is the
      * head when it fits one (index_has_head), else none */
-    struct gm_fmt_memo index, addr, device_free, time, allocated, reserved, stack, fwd;
-    struct gm_fmt_memo size[SIZE_SLOTS];
+    struct gm_fmt_memo index, addr, device_free, size, time, allocated, reserved, stack, fwd;
     struct json_tail tail;
+    /* the texts of sizes, addresses and allocated totals, by value */
+    struct gm_fmt_slot size_slot[1u << SIZE_BITS];
+    struct gm_fmt_slot addr_slot[1u << VALUE_BITS], allocated_slot[1u << VALUE_BITS];
 };
+
+/* ,"stream":0: the stream of an event without an extra (TEXT_TAIL bytes readable). */
+static const char stream_0[TEXT_TAIL] = ",\"stream\":0";
 
 /* Room for one line's own fields (each number GM_FMT_MEMO_ROOM), the longest name or keys
  * text of an extra copied into the line's room rather than put through the buffer, and the
@@ -321,28 +385,44 @@ static inline char *put_text(struct gm_outbuf *o, char *p, const char *s, size_t
 static void json_line_init(struct json_line *jl, const struct gm_snapshot_device *d)
 {
     char *p;
+    size_t n_digits = 1; /* of the device's last index */
     const struct {
         struct gm_fmt_memo *m;
         const char *key;
     } memos[] = {{&jl->index, ""},
                  {&jl->addr, ",\"addr\":"},
                  {&jl->device_free, ",\"device_free\":"},
+                 {&jl->size, ",\"size\":"},
                  {&jl->time, ",\"time_us\":"},
                  {&jl->allocated, ",\"allocated_bytes\":"},
                  {&jl->reserved, ",\"reserved_bytes\":"},
                  {&jl->stack, ",\"stack\":"},
                  {&jl->fwd, ",\"forward_stack\":"}};
+    /* the fields written by the short copies (gm_fmt_u64_memo_short, _slot_short) */
+    _Static_assert(sizeof(",\"addr\":") - 1 <= GM_FMT_SHORT_KEY &&
+                       sizeof(",\"size\":") - 1 <= GM_FMT_SHORT_KEY &&
+                       sizeof(",\"time_us\":") - 1 <= GM_FMT_SHORT_KEY &&
+                       sizeof(",\"stack\":") - 1 <= GM_FMT_SHORT_KEY,
+                   "the short keys fit GM_FMT_SHORT_KEY");
     memset(jl, 0, sizeof(*jl));
+    jl->last_se = UINT64_MAX;
+    jl->extra_id = UINT64_MAX;
+    jl->stream = stream_0;
+    jl->n_stream = sizeof(",\"stream\":0") - 1;
+    jl->tail.pool = TAIL_NONE;
     for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++)
         gm_fmt_memo_init(memos[i].m, memos[i].key);
-    for (size_t i = 0; i < SIZE_SLOTS; i++)
-        gm_fmt_memo_init(&jl->size[i], ",\"size\":");
+    gm_fmt_slots_init(jl->size_slot, 1u << SIZE_BITS, &jl->size);
+    gm_fmt_slots_init(jl->addr_slot, 1u << VALUE_BITS, &jl->addr);
+    gm_fmt_slots_init(jl->allocated_slot, 1u << VALUE_BITS, &jl->allocated);
     p = gm_fmt_lit(jl->head, "{\"device\":");
     p = gm_fmt_i64(p, d->index);
     p = gm_fmt_lit(p, ",\"index\":");
     jl->n_head = (size_t)(p - jl->head);
-    /* the start of the line as the index's key, where it fits one */
-    if (jl->n_head <= GM_FMT_KEY_MAX) {
+    /* the start of the line as the index's key, where it fits a short copy with every index */
+    for (uint64_t last = d->n_events ? d->n_events - 1 : 0; last >= 10; last /= 10)
+        n_digits++;
+    if (jl->n_head <= GM_FMT_KEY_MAX && jl->n_head + n_digits <= GM_FMT_SHORT_ROOM) {
         *p = '\0';
         gm_fmt_memo_init(&jl->index, jl->head);
         jl->index_has_head = true;
@@ -366,55 +446,66 @@ static inline unsigned action_slot(unsigned a)
     return a < GM_ACTION_COUNT ? a : GM_ACTION_COUNT;
 }
 
-/* The slot of 'size' (a multiplicative hash: sizes are multiples of powers of two). */
-static inline unsigned size_slot(uint64_t size)
-{
-    return (unsigned)((size * UINT64_C(0x9E3779B97F4A7C15)) >> 60) & (SIZE_SLOTS - 1);
-}
-
-static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl, size_t k,
-                       const struct gm_snapshot_event *e, const struct snap_walk_totals *tl)
+/* One event's line, written at p, the end of what o holds (not committed: the caller keeps
+ * the position from line to line and commits it); returns the end of the line.
+ * head_in_index: jl->index_has_head (a constant where this is inlined, so that the loop of
+ * each case tests nothing for it). */
+static GM_INLINE_ALWAYS char *json_event(struct gm_outbuf *o, struct cache *c, struct json_line *jl,
+                                         size_t k, const struct gm_snapshot_event *e,
+                                         const struct snap_walk_totals *tl, bool head_in_index,
+                                         char *p)
 {
     const struct gm_snapshot *snap = c->snap;
-    const struct gm_snapshot_event_extra *x = NULL;
-    const struct xtext *t = NULL;
+    const struct gm_snapshot_event_extra *x;
+    const struct xtext *t;
     struct json_tail *tc = &jl->tail;
-    bool same;
-    char *p, *tail;
-    if (e->extra != jl->extra_id || !jl->extra_known) {
-        /* runs of events share their extra: it is looked up once a run */
-        jl->x = NULL;
-        jl->t = NULL;
-        if (e->extra && e->extra <= snap->n_extras) {
-            jl->x = &snap->extras[e->extra - 1];
-            jl->t = extra_of(c, e->extra, true);
+    uint64_t se = stack_extra(e);
+    char *tail;
+    /* runs of events share their stack and extra: a change of either is looked at once a
+     * run (the state before the first line is that of no extra, with a word no event has) */
+    if (GM_UNLIKELY(se != jl->last_se)) {
+        gm_outbuf_commit(o, p); /* a frames line goes out through o */
+        if (e->extra != jl->extra_id) {
+            jl->x = NULL;
+            jl->t = NULL;
+            jl->name = NULL;
+            jl->stream = stream_0;
+            jl->n_stream = sizeof(",\"stream\":0") - 1;
+            if (e->extra && e->extra <= snap->n_extras) {
+                jl->x = &snap->extras[e->extra - 1];
+                jl->t = extra_of(c, e->extra, true);
+                jl->name = jl->t->name;
+                jl->n_name = jl->t->n_name;
+                jl->stream = jl->t->stream;
+                jl->n_stream = jl->t->n_stream;
+            }
+            jl->extra_id = e->extra;
         }
-        jl->extra_id = e->extra;
-        jl->extra_known = true;
-    }
-    x = jl->x;
-    t = jl->t;
-    /* the stack and extra of the line before (tc holds that line's, or is not valid): their
-     * frames lines are written already */
-    same = tc->valid && e->stack == tc->stack && e->extra == tc->extra;
-    /* skipping show_stack() is only a shortcut: it writes a stack's frames line once per run
-     * and its "already shown" marks are never reset */
-    if (!same) {
+        /* the frames lines of the stack and extra of the line before are written already:
+         * skipping show_stack() is only a shortcut (it writes a stack's frames line once,
+         * and its "already shown" marks are never reset) */
         show_stack(o, c, e->stack);
-        if (x)
-            show_stack(o, c, x->forward_stack);
+        if (jl->x)
+            show_stack(o, c, jl->x->forward_stack);
+        jl->last_se = se;
+        p = o->buf + o->n;
     }
     /* the names and keys come from the file, of any length: the short ones in the line's
      * room */
-    p = gm_outbuf_reserve(o, LINE_RESERVE);
-    if (!jl->index_has_head) {
+    if (GM_UNLIKELY((size_t)(o->buf + GM_OUTBUF_SIZE - p) < LINE_RESERVE)) {
+        gm_outbuf_commit(o, p);
+        p = gm_outbuf_reserve(o, LINE_RESERVE);
+    }
+    if (head_in_index) {
+        p = gm_fmt_u64_memo_next_copy(p, k, &jl->index, GM_FMT_SHORT_ROOM);
+    } else {
         memcpy(p, jl->head, sizeof(jl->head));
         p += jl->n_head;
+        p = gm_fmt_u64_memo_next(p, k, &jl->index);
     }
-    p = gm_fmt_u64_memo_next(p, k, &jl->index);
-    if (t && t->name) {
+    if (jl->name) {
         p = gm_fmt_lit(p, ",\"action\":");
-        p = put_text(o, p, t->name, t->n_name);
+        p = put_text(o, p, jl->name, jl->n_name);
     } else {
         unsigned a = action_slot(e->action);
         memcpy(p, jl->action[a], sizeof(jl->action[a]));
@@ -423,33 +514,33 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
     if (e->action == GM_ACTION_OOM)
         p = gm_fmt_u64_memo(p, e->addr, &jl->device_free);
     else if (e->flags & GM_EVENT_HAS_ADDR)
-        p = gm_fmt_u64_memo(p, e->addr, &jl->addr);
-    p = gm_fmt_u64_memo(p, e->size, &jl->size[size_slot(e->size)]);
-    if (t) {
-        memcpy(p, t->stream, sizeof(t->stream));
-        p += t->n_stream;
-    } else {
-        p = gm_fmt_lit(p, ",\"stream\":0");
-    }
+        p = gm_fmt_u64_slot_short(p, e->addr, jl->addr_slot, VALUE_BITS, &jl->addr);
+    p = gm_fmt_u64_slot_short(p, e->size, jl->size_slot, SIZE_BITS, &jl->size);
+    memcpy(p, jl->stream, TEXT_TAIL);
+    p += jl->n_stream;
     if (!(e->flags & GM_EVENT_HAS_TIME)) {
         p = gm_fmt_lit(p, ",\"time_us\":null");
     } else if (e->time_us >= 0) {
-        p = gm_fmt_u64_memo(p, (uint64_t)e->time_us, &jl->time);
+        p = gm_fmt_u64_memo_short(p, (uint64_t)e->time_us, &jl->time);
     } else {
         p = gm_fmt_lit(p, ",\"time_us\":");
         p = gm_fmt_i64(p, e->time_us);
     }
-    p = gm_fmt_u64_memo(p, tl->allocated, &jl->allocated);
-    if (same && tl->reserved == tc->reserved && (e->flags & GM_EVENT_HAS_POOL_ID) == tc->pool) {
-        memcpy(p, tc->s, TAIL_MAX);
-        p += tc->n;
-        gm_outbuf_commit(o, p);
-        return;
+    p = gm_fmt_u64_slot(p, tl->allocated, jl->allocated_slot, VALUE_BITS, &jl->allocated);
+    if (se == tc->stack_extra && tl->reserved == tc->reserved &&
+        (e->flags & GM_EVENT_HAS_POOL_ID) == tc->pool) {
+        if (tc->n <= TAIL_SHORT)
+            memcpy(p, tc->s, TAIL_SHORT);
+        else
+            memcpy(p, tc->s, TAIL_MAX);
+        return p + tc->n;
     }
     /* the kept line end: everything written from here to the line's end must depend only on
      * the key compared above (stack, extra, reserved total, pool flag); a field that depends on
      * anything else goes before this point, or into that key */
     tail = p;
+    x = jl->x;
+    t = jl->t;
     p = gm_fmt_u64_memo(p, tl->reserved, &jl->reserved);
     if ((e->flags & GM_EVENT_HAS_POOL_ID) && x) {
         p = gm_fmt_lit(p, ",\"pool_id\":[");
@@ -458,47 +549,114 @@ static void json_event(struct gm_outbuf *o, struct cache *c, struct json_line *j
         p = gm_fmt_i64(p, x->pool_id[1]);
         *p++ = ']';
     }
-    tc->valid = false;
+    tc->pool = TAIL_NONE;
     if (t && t->n_keys) {
         if (t->n_keys > TAIL_MAX)
             tail = NULL; /* put_text() may move the line */
         *p++ = ',';
         p = put_text(o, p, t->keys, t->n_keys);
     }
-    p = gm_fmt_u64_memo(p, e->stack, &jl->stack);
+    p = gm_fmt_u64_memo_short(p, e->stack, &jl->stack);
     if (x && x->forward_stack)
         p = gm_fmt_u64_memo(p, x->forward_stack, &jl->fwd);
     p = gm_fmt_lit(p, "}\n");
     if (tail && p - tail <= TAIL_MAX) {
-        tc->valid = true;
         tc->pool = e->flags & GM_EVENT_HAS_POOL_ID;
-        tc->stack = e->stack;
-        tc->extra = e->extra;
+        tc->stack_extra = se;
         tc->reserved = tl->reserved;
         tc->n = (uint8_t)(p - tail);
         memcpy(tc->s, tail, tc->n);
     }
-    gm_outbuf_commit(o, p);
+    return p;
 }
 
-static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
-                       const struct gm_snapshot_event *e, const struct snap_walk_totals *tl,
-                       int64_t t0)
+/* What the text lines of one device repeat: what is made of the stack and extra of the
+ * line before, the index column of the line before and the seconds column's whole
+ * seconds. */
+struct text_line {
+    /* the stack and extra of the line before (stack_extra()); UINT64_MAX before the first
+     * line, which no event has (as json_line.last_se) */
+    uint64_t last_se;
+    const struct gm_snapshot_event_extra *x; /* its extra, or NULL */
+    const struct xtext *t;                   /* the extra's texts (with x) */
+    const struct ftext *fr;                  /* the text of its user frame */
+    /* the index column ("%7llu") of index k */
+    uint64_t k;
+    uint8_t n_k;
+    char k_s[64]; /* gm_fmt_u64()'s room past the column */
+    /* the seconds column ("%+12.6f") up to its point of the whole seconds sec (UINT64_MAX:
+     * none yet) */
+    uint64_t sec;
+    uint8_t n_sec;
+    char sec_s[64]; /* gm_fmt_seconds()'s room past the column */
+};
+
+static void text_line_init(struct text_line *tl)
+{
+    memset(tl, 0, sizeof(*tl));
+    tl->last_se = UINT64_MAX;
+    tl->n_k = (uint8_t)(gm_fmt_u64(tl->k_s, 0, 7) - tl->k_s); /* index 0 */
+    tl->sec = UINT64_MAX;
+}
+
+/* The room of a text line: every part is bounded (the action name is cut to 31 bytes, the
+ * frame to 511, the metadata to 2 x 127). */
+#define TEXT_LINE_ROOM 1200
+
+/* One event's text line at p, the end of what o holds (not committed, as json_event()); the
+ * end of the line. */
+static GM_INLINE_ALWAYS char *text_event(struct gm_outbuf *o, struct cache *c, struct text_line *tl,
+                                         size_t k, const struct gm_snapshot_event *e,
+                                         const struct snap_walk_totals *tot, int64_t t0, char *p)
 {
     const struct gm_snapshot *snap = c->snap;
-    const struct gm_snapshot_event_extra *x = gm_snapshot_event_extra_of(snap, e);
-    const struct ftext *fr = frame_text(c, gm_snapshot_event_user_stack(snap, e));
-    /* every part is bounded: the action name is cut to 31 bytes, the frame to 511, the
-     * metadata to 2 x 127 */
-    char *p = gm_outbuf_reserve(o, 1200);
-    p = gm_fmt_u64(p, k, 7);
+    const struct gm_snapshot_event_extra *x;
+    uint64_t se = stack_extra(e);
+    if (GM_UNLIKELY(se != tl->last_se)) {
+        /* the extra and the user frame depend on the stack and extra alone */
+        tl->x = gm_snapshot_event_extra_of(snap, e);
+        tl->t = tl->x ? extra_of(c, e->extra, false) : NULL;
+        tl->fr = frame_text(c, gm_snapshot_event_user_stack(snap, e));
+        tl->last_se = se;
+    }
+    x = tl->x;
+    if (GM_UNLIKELY((size_t)(o->buf + GM_OUTBUF_SIZE - p) < TEXT_LINE_ROOM)) {
+        gm_outbuf_commit(o, p);
+        p = gm_outbuf_reserve(o, TEXT_LINE_ROOM);
+    }
+    /* the index: one more than the line before is its last digit's step (no carry) */
+    if (k != tl->k) {
+        if (k - tl->k == 1 && k && tl->k_s[tl->n_k - 1] != '9')
+            tl->k_s[tl->n_k - 1]++;
+        else
+            tl->n_k = (uint8_t)(gm_fmt_u64(tl->k_s, k, 7) - tl->k_s);
+        tl->k = k;
+    }
+    memcpy(p, tl->k_s, 32); /* at most 20 digits */
+    p += tl->n_k;
     *p++ = ' ';
     if (e->flags & GM_EVENT_HAS_TIME) {
-        p = gm_fmt_seconds(p, (int64_t)((uint64_t)e->time_us - (uint64_t)t0), 12);
+        uint64_t us = (uint64_t)e->time_us - (uint64_t)t0;
+        if (us < ((uint64_t)1 << 52)) {
+            /* gm_fmt_seconds(): the column up to the point depends on the whole seconds
+             * alone, then the six decimals */
+            uint64_t sec = us / 1000000u;
+            if (sec != tl->sec) {
+                tl->n_sec = (uint8_t)(gm_fmt_seconds(tl->sec_s, (int64_t)(sec * 1000000u), 12) -
+                                      tl->sec_s - 6);
+                tl->sec = sec;
+            }
+            memcpy(p, tl->sec_s, 32); /* the sign, at most 10 digits, the point */
+            p += tl->n_sec;
+            gm_store64(p, (gm_digits8((uint32_t)(us - sec * 1000000u)) | GM_ASCII_ZEROS) >> 16);
+            p += 6;
+        } else {
+            p = gm_fmt_seconds(p, (int64_t)us, 12);
+        }
         p = gm_fmt_lit(p, "s ");
     }
     if (x && x->action_name) {
-        const struct xtext *t = extra_of(c, e->extra, false);
+        const struct xtext *t = tl->t;
         p = t->name ? gm_fmt_left(p, t->name, t->n_name, 15) : gm_fmt_left(p, "", 0, 15);
     } else {
         unsigned a = action_slot(e->action);
@@ -506,16 +664,13 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         p += c->n_action_col[a];
     }
     *p++ = ' ';
-    if (e->action == GM_ACTION_OOM) {
+    if (e->action == GM_ACTION_OOM)
         p = gm_fmt_lit(p, "requested        ");
-    } else {
-        p = gm_fmt_lit(p, "0x");
-        p = gm_fmt_hex(p, e->addr, 14);
-        *p++ = ' ';
-    }
+    else
+        p = put_hex(c, p, e->addr);
     p = put_iec(c, p, e->size);
     p = gm_fmt_lit(p, "  total ");
-    p = put_iec(c, p, tl->allocated);
+    p = put_iec(c, p, tot->allocated);
     if (x && x->stream) {
         p = gm_fmt_lit(p, "  stream 0x");
         p = gm_fmt_hex(p, x->stream, 1);
@@ -535,15 +690,12 @@ static void text_event(struct gm_outbuf *o, struct cache *c, size_t k,
         p = gm_fmt_i64(p, x->pool_id[1]);
         *p++ = ')';
     }
-    if (x) {
-        const struct xtext *t = extra_of(c, e->extra, false);
-        if (t->keys)
-            p = gm_fmt_str(p, t->keys, t->n_keys);
-    }
-    if (fr->n) /* a stack past the last one has no text (and no pointer to copy from) */
-        p = gm_fmt_str(p, fr->s, fr->n);
+    if (x && tl->t->keys)
+        p = gm_fmt_str(p, tl->t->keys, tl->t->n_keys);
+    if (tl->fr->n) /* a stack past the last one has no text (and no pointer to copy from) */
+        p = gm_fmt_str(p, tl->fr->s, tl->fr->n);
     *p++ = '\n';
-    gm_outbuf_commit(o, p);
+    return p;
 }
 
 static void cache_release(struct cache *c)
@@ -558,6 +710,27 @@ static void cache_release(struct cache *c)
     gm_free(c->extra);
     gm_free(c->shown);
     gm_free(c->iec);
+    gm_free(c->hex);
+}
+
+/* The text columns' slots, each holding 0's text. */
+static bool text_slots_init(struct cache *c)
+{
+    c->iec = gm_malloc(((size_t)1 << IEC_BITS) * sizeof(*c->iec));
+    c->hex = gm_malloc(((size_t)1 << VALUE_BITS) * sizeof(*c->hex));
+    if (!c->iec || !c->hex)
+        return false;
+    for (size_t i = 0; i < (size_t)1 << IEC_BITS; i++) {
+        c->iec[i].v = 0;
+        c->iec[i].n = (uint8_t)(gm_fmt_iec(c->iec[i].s, 0, 11) - c->iec[i].s);
+    }
+    for (size_t i = 0; i < (size_t)1 << VALUE_BITS; i++) {
+        char *q = gm_fmt_hex(gm_fmt_lit(c->hex[i].s, "0x"), 0, 14);
+        *q++ = ' ';
+        c->hex[i].v = 0;
+        c->hex[i].n = (uint8_t)(q - c->hex[i].s);
+    }
+    return true;
 }
 
 /* One device: a line before and after its events in text. */
@@ -572,6 +745,7 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
     struct gm_snapshot_cursor cur;
     const struct gm_snapshot_event *e;
     struct json_line *jl = NULL;
+    struct text_line txt;
     int64_t t0 = 0;
     size_t n_batch;
     bool past_to = false;
@@ -582,6 +756,7 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
         json_line_init(jl, d);
     }
+    text_line_init(&txt);
     if ((st = gm_snapshot_timeline(snap, d->index, 0, &tl, err)) != GM_OK) {
         gm_free(jl);
         return st;
@@ -613,11 +788,21 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
         }
         if (k0 < opts->from)
             i = opts->from - k0 < n ? (size_t)(opts->from - k0) : n;
-        for (; i < n; i++)
-            if (json)
-                json_event(o, c, jl, k0 + i, &e[i], &after[i]);
+        if (json) {
+            char *p = o->buf + o->n;
+            if (jl->index_has_head)
+                for (; i < n; i++)
+                    p = json_event(o, c, jl, k0 + i, &e[i], &after[i], true, p);
             else
-                text_event(o, c, k0 + i, &e[i], &after[i], t0);
+                for (; i < n; i++)
+                    p = json_event(o, c, jl, k0 + i, &e[i], &after[i], false, p);
+            gm_outbuf_commit(o, p);
+        } else {
+            char *p = o->buf + o->n;
+            for (; i < n; i++)
+                p = text_event(o, c, &txt, k0 + i, &e[i], &after[i], t0, p);
+            gm_outbuf_commit(o, p);
+        }
     }
     gm_snapshot_walk_release(&wk);
     if (!json) {
@@ -648,9 +833,9 @@ enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
     c.frame = gm_calloc(snap->n_stacks + 1, sizeof(*c.frame));
     c.shown = gm_calloc(snap->n_stacks + 1, 1);
     c.extra = gm_calloc(snap->n_extras + 1, sizeof(*c.extra));
-    c.iec = gm_calloc(IEC_SLOTS, sizeof(*c.iec));
     o = gm_malloc(sizeof(*o));
-    if (!c.frame || !c.shown || !c.extra || !c.iec || !o) {
+    if (!c.frame || !c.shown || !c.extra || !o ||
+        (opts->format != GM_TRACE_NDJSON && !text_slots_init(&c))) {
         cache_release(&c);
         gm_free(o);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");

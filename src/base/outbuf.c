@@ -166,6 +166,15 @@ void gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key)
     memo_place_key(m, 1);
 }
 
+void gm_fmt_slots_init(struct gm_fmt_slot *slots, size_t n_slots, const struct gm_fmt_memo *m)
+{
+    for (size_t i = 0; i < n_slots; i++) {
+        slots[i].v = 0;
+        slots[i].n = m->n;
+        memcpy(slots[i].s, m->s + m->off, GM_FMT_MEMO_ROOM);
+    }
+}
+
 char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
 {
     char *last = m->s + GM_FMT_MEMO_END - 8; /* the last group's place */

@@ -193,7 +193,10 @@ void gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key);
  * the wide span, else all the digits anew. */
 char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m);
 
-static GM_INLINE_ALWAYS char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
+/* gm_fmt_u64_memo() with the made text copied in a move of 'copy' bytes (a constant, at
+ * least the key and twenty digits; the slow route moves GM_FMT_MEMO_ROOM all the same). */
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_copy(char *p, uint64_t v, struct gm_fmt_memo *m,
+                                                   size_t copy)
 {
     if (v != m->v) {
         if (v - m->base < 100000000u && m->block) {
@@ -210,18 +213,90 @@ static GM_INLINE_ALWAYS char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt
         }
         m->v = v;
     }
-    memcpy(p, m->s + m->off, GM_FMT_MEMO_ROOM);
+    memcpy(p, m->s + m->off, copy);
     return p + m->n;
 }
 
-/* gm_fmt_u64_memo() for a field that counts up by one (an index): that route first. */
-static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_next(char *p, uint64_t v, struct gm_fmt_memo *m)
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_memo_copy(p, v, m, GM_FMT_MEMO_ROOM);
+}
+
+/* gm_fmt_u64_memo() of a memo whose key is at most GM_FMT_SHORT_KEY bytes: its key and
+ * digits fit GM_FMT_SHORT_ROOM bytes, copied in one move of that many (the room at p is
+ * GM_FMT_MEMO_ROOM all the same). */
+#define GM_FMT_SHORT_KEY  12
+#define GM_FMT_SHORT_ROOM (GM_FMT_SHORT_KEY + 20)
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_short(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_memo_copy(p, v, m, GM_FMT_SHORT_ROOM);
+}
+
+/* gm_fmt_u64_memo() for a field that counts up by one (an index): that route first; the
+ * text moved in one copy of 'copy' bytes (gm_fmt_u64_memo_copy()). */
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_next_copy(char *p, uint64_t v, struct gm_fmt_memo *m,
+                                                        size_t copy)
 {
     if (v - m->v == 1 && v && m->s[GM_FMT_MEMO_END - 1] != '9') {
         m->s[GM_FMT_MEMO_END - 1]++;
         m->v = v;
     }
-    return gm_fmt_u64_memo(p, v, m);
+    return gm_fmt_u64_memo_copy(p, v, m, copy);
+}
+
+static GM_INLINE_ALWAYS char *gm_fmt_u64_memo_next(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_memo_next_copy(p, v, m, GM_FMT_MEMO_ROOM);
+}
+
+/* The key-and-digits text of many values of one field (gm_fmt_u64_memo()'s), each kept in
+ * the slot its value hashes to (a multiplicative hash), for a field whose values come round
+ * again: the addresses of a caching allocator's blocks, reused iteration after iteration,
+ * and the totals of a training loop in its steady state.  A value found in its slot is one
+ * copy; another is made by the field's memo and kept in the slot in place of the one
+ * there.  Every slot holds a value's text at all times (0's, from gm_fmt_slots_init()), so a
+ * value that matches its slot's is the text to copy. */
+struct gm_fmt_slot {
+    uint64_t v;
+    uint64_t n;               /* bytes of s */
+    char s[GM_FMT_MEMO_ROOM]; /* the key and v's digits, then room for the copy */
+};
+
+/* n_slots slots holding 0 with the key of 'm' (a memo fresh from gm_fmt_memo_init(), which
+ * holds 0 too). */
+void gm_fmt_slots_init(struct gm_fmt_slot *slots, size_t n_slots, const struct gm_fmt_memo *m);
+
+/* gm_fmt_u64_memo(p, v, m) by way of the slot of v among 2^bits, its text moved in one copy
+ * of 'copy' bytes (a constant: GM_FMT_MEMO_ROOM, or GM_FMT_SHORT_ROOM for a key of at most
+ * GM_FMT_SHORT_KEY bytes); GM_FMT_MEMO_ROOM bytes of room at p; returns the end of the
+ * number. */
+static GM_INLINE_ALWAYS char *gm_fmt_u64_slot_copy(char *p, uint64_t v, struct gm_fmt_slot *slots,
+                                                   unsigned bits, struct gm_fmt_memo *m,
+                                                   size_t copy)
+{
+    struct gm_fmt_slot *t = &slots[(v * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - bits)];
+    char *end;
+    if (GM_LIKELY(t->v == v)) {
+        memcpy(p, t->s, copy);
+        return p + t->n;
+    }
+    end = gm_fmt_u64_memo(p, v, m);
+    t->v = v;
+    t->n = (uint64_t)(end - p);
+    memcpy(t->s, p, copy);
+    return end;
+}
+
+static GM_INLINE_ALWAYS char *gm_fmt_u64_slot(char *p, uint64_t v, struct gm_fmt_slot *slots,
+                                              unsigned bits, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_slot_copy(p, v, slots, bits, m, GM_FMT_MEMO_ROOM);
+}
+
+static GM_INLINE_ALWAYS char *gm_fmt_u64_slot_short(char *p, uint64_t v, struct gm_fmt_slot *slots,
+                                                    unsigned bits, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_slot_copy(p, v, slots, bits, m, GM_FMT_SHORT_ROOM);
 }
 
 /* "%0*llx": lowercase hex, zero-padded to 'width' digits, eight digits a word: up to seven

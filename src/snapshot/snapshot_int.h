@@ -216,19 +216,18 @@ struct ev_sums {
 static GM_INLINE_ALWAYS void snap_ev_sums_add_n(struct ev_sums *s,
                                                 const struct gm_snapshot_event *ev, size_t n)
 {
+    /* no time yet: lo > hi (any time makes lo <= hi) */
     int64_t lo = s->has_time ? s->t_min : INT64_MAX, hi = s->has_time ? s->t_max : INT64_MIN;
     uint64_t sum = s->size_sum;
-    bool any = s->has_time;
-    for (size_t i = 0; i < n; i++) {
-        if (ev[i].flags & GM_EVENT_HAS_TIME) {
-            int64_t t = ev[i].time_us;
+    for (const struct gm_snapshot_event *e = ev, *end = ev + n; e < end; e++) {
+        if (e->flags & GM_EVENT_HAS_TIME) {
+            int64_t t = e->time_us;
             lo = t < lo ? t : lo;
             hi = t > hi ? t : hi;
-            any = true;
         }
-        sum = snap_sat_add(sum, ev[i].size);
+        sum = snap_sat_add(sum, e->size);
     }
-    if (any) {
+    if (lo <= hi) {
         s->t_min = lo;
         s->t_max = hi;
         s->has_time = true;

@@ -145,11 +145,24 @@ static void test_ints(void **state)
 /* The memo writes its key and what printf writes for a field's values in sequence, by each
  * of its routes (the same value, one more, the same digits above the last eight, or above
  * the last nine or ten, anew), and nothing past its room. */
+static char *memo_short(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_memo_short(p, v, m);
+}
+
+static char *memo_long(char *p, uint64_t v, struct gm_fmt_memo *m)
+{
+    return gm_fmt_u64_memo(p, v, m);
+}
+
+/* The route test_memo() checks: gm_fmt_u64_memo, or its short copy for a short key. */
+static char *(*memo_fmt)(char *p, uint64_t v, struct gm_fmt_memo *m) = memo_long;
+
 static void check_memo(struct gm_fmt_memo *m, const char *key, uint64_t v)
 {
     char want[64], got[2 * GM_FMT_MEMO_ROOM], *end;
     memset(got, 'Z', sizeof(got));
-    end = gm_fmt_u64_memo(got, v, m);
+    end = memo_fmt(got, v, m);
     for (size_t i = GM_FMT_MEMO_ROOM; i < sizeof(got); i++)
         assert_int_equal(got[i], 'Z');
     *end = '\0';
@@ -175,6 +188,18 @@ static void test_memo_next(void **state)
             snprintf(want, sizeof(want), ",\"index\":%" PRIu64, v);
             assert_string_equal(got, want);
         }
+    /* the short copy, nothing written past it but on the slow route */
+    gm_fmt_memo_init(&m, ",\"index\":");
+    for (size_t si = 0; si < sizeof(starts) / sizeof(starts[0]); si++)
+        for (uint64_t v = starts[si]; v - starts[si] < 300 && v >= starts[si]; v++) {
+            memset(got, 'Z', sizeof(got));
+            end = gm_fmt_u64_memo_next_copy(got, v, &m, GM_FMT_SHORT_ROOM);
+            for (size_t i = GM_FMT_MEMO_ROOM; i < sizeof(got); i++)
+                assert_int_equal(got[i], 'Z');
+            *end = '\0';
+            snprintf(want, sizeof(want), ",\"index\":%" PRIu64, v);
+            assert_string_equal(got, want);
+        }
     /* one more than the largest wraps to 0 */
     end = gm_fmt_u64_memo_next(got, UINT64_MAX, &m);
     end = gm_fmt_u64_memo_next(got, 0, &m);
@@ -184,14 +209,18 @@ static void test_memo_next(void **state)
 
 static void test_memo(void **state)
 {
-    /* no key, a trace's key, the longest key */
-    static const char *const keys[] = {"", ",\"allocated_bytes\":", ",\"a_key_of_24_bytes___\":"};
+    /* no key, a trace's key, the longest key; then the short copy with no key and the
+     * longest short key */
+    static const char *const keys[] = {
+        "", ",\"allocated_bytes\":", ",\"a_key_of_24_bytes___\":", "", ",\"a_key_12\":"};
     (void)state;
     assert_int_equal(strlen(keys[2]), GM_FMT_KEY_MAX);
+    assert_int_equal(strlen(keys[4]), GM_FMT_SHORT_KEY);
     for (size_t ki = 0; ki < sizeof(keys) / sizeof(keys[0]); ki++) {
         const char *key = keys[ki];
         struct gm_fmt_memo m;
         uint64_t v = 0;
+        memo_fmt = ki < 3 ? memo_long : memo_short;
         gm_fmt_memo_init(&m, key);
         check_memo(&m, key, 0);
         check_memo(&m, key, 0);
@@ -235,7 +264,7 @@ static void test_memo(void **state)
         }
         check_memo(&m, key, 5);
         /* a random walk: mostly small steps either way, now and then a jump of any size */
-        for (int i = 0; i < (ki ? 300000 : 2000000); i++) {
+        for (int i = 0; i < (ki % 3 ? 300000 : 2000000); i++) {
             uint64_t r = rnd();
             if ((r & 15) == 0)
                 v = rnd() >> (rnd() % 64);
@@ -253,6 +282,56 @@ static void test_memo(void **state)
 /* The padded writers write what printf writes and nothing past their room: the padding and
  * the hex digits a word at a time (seven bytes past the end), seconds GM_FMT_ROOM past the
  * end, a byte count 16 + width from the start. */
+/* The value slots write the key and what printf writes, nothing past GM_FMT_MEMO_ROOM:
+ * from their first state (every slot holds 0, so 0 is found in whichever slot), for values
+ * found in their slot, for values that take a slot from another (with few slots almost all
+ * collide), and after the memo behind them moved on to other values. */
+static void test_slots(void **state)
+{
+    struct gm_fmt_memo m, ms;
+    struct gm_fmt_slot slots[4], slots_short[4];
+    char want[64], got[2 * GM_FMT_MEMO_ROOM], *end;
+    uint64_t set[24];
+    (void)state;
+    gm_fmt_memo_init(&m, ",\"allocated_bytes\":");
+    gm_fmt_slots_init(slots, 4, &m);
+    gm_fmt_memo_init(&ms, ",\"a_key_12\":");
+    gm_fmt_slots_init(slots_short, 4, &ms);
+    for (size_t i = 0; i < 24; i++) {
+        unsigned shift = (unsigned)(rnd() % 64);
+        set[i] = i < 4 ? (uint64_t)i : rnd() >> shift; /* 0-3, and numbers of every length */
+    }
+    set[4] = UINT64_MAX;
+    set[5] = UINT64_C(10000000000000000000);
+    for (int round = 0; round < 6000; round++) {
+        /* first each value in turn, then a few at random (hits), then any value */
+        uint64_t v = round < 24     ? set[round]
+                     : round < 3000 ? set[rnd() % (round < 1500 ? 3 : 24)]
+                                    : rnd() >> (rnd() % 64);
+        memset(got, 'Z', sizeof(got));
+        end = gm_fmt_u64_slot(got, v, slots, 2, &m);
+        for (size_t i = GM_FMT_MEMO_ROOM; i < sizeof(got); i++)
+            assert_int_equal(got[i], 'Z');
+        *end = '\0';
+        snprintf(want, sizeof(want), ",\"allocated_bytes\":%" PRIu64, v);
+        if (strcmp(want, got)) {
+            fprintf(stderr, "slot %" PRIu64 ": want '%s', got '%s'\n", v, want, got);
+            fail();
+        }
+        /* the short copy of a short key's slots */
+        memset(got, 'Z', sizeof(got));
+        end = gm_fmt_u64_slot_short(got, v, slots_short, 2, &ms);
+        for (size_t i = GM_FMT_MEMO_ROOM; i < sizeof(got); i++)
+            assert_int_equal(got[i], 'Z');
+        *end = '\0';
+        snprintf(want, sizeof(want), ",\"a_key_12\":%" PRIu64, v);
+        if (strcmp(want, got)) {
+            fprintf(stderr, "short slot %" PRIu64 ": want '%s', got '%s'\n", v, want, got);
+            fail();
+        }
+    }
+}
+
 static void check_written(const char *buf, const char *end, size_t room_end, const char *want)
 {
     size_t n = (size_t)(end - buf);
@@ -340,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_bytes),       cmocka_unit_test(test_ints),
         cmocka_unit_test(test_memo),        cmocka_unit_test(test_memo_next),
         cmocka_unit_test(test_padded_room), cmocka_unit_test(test_writer),
+        cmocka_unit_test(test_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

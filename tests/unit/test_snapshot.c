@@ -1211,6 +1211,41 @@ static bool same_event(const struct gm_snapshot_event *a, const struct gm_snapsh
            a->flags == b->flags;
 }
 
+/* The event sums (snap_ev_sums_add_n): no event with a time leaves has_time unset whatever
+ * the sizes; a single timed event is both ends of the range, at either extreme of int64;
+ * sums carried over from a batch before widen; sizes saturate. */
+static void test_event_sums(void **state)
+{
+    struct gm_snapshot_event ev[3];
+    struct ev_sums s = {0, 0, 0, false};
+    (void)state;
+    memset(ev, 0, sizeof(ev));
+    ev[0].size = 7;
+    ev[1].size = 9;
+    ev[1].time_us = 42; /* no GM_EVENT_HAS_TIME: not a time */
+    snap_ev_sums_add_n(&s, ev, 2);
+    assert_false(s.has_time);
+    assert_int_equal(s.size_sum, 16);
+    for (int k = 0; k < 3; k++) {
+        static const int64_t one[3] = {5, INT64_MIN, INT64_MAX};
+        struct ev_sums o = {0, 0, 0, false};
+        ev[2].flags = GM_EVENT_HAS_TIME;
+        ev[2].time_us = one[k];
+        ev[2].size = UINT64_MAX - 1;
+        snap_ev_sums_add_n(&o, &ev[2], 1);
+        assert_true(o.has_time && o.t_min == one[k] && o.t_max == one[k]);
+        assert_int_equal(o.size_sum, UINT64_MAX - 1);
+        /* a later batch: its times widen the range, its sizes saturate the sum */
+        ev[1].flags = GM_EVENT_HAS_TIME;
+        ev[1].time_us = k == 1 ? INT64_MAX : INT64_MIN;
+        snap_ev_sums_add_n(&o, ev, 2);
+        assert_true(o.has_time && o.t_min == (k == 1 ? INT64_MIN : ev[1].time_us) &&
+                    o.t_max == (k == 1 ? INT64_MAX : one[k]));
+        assert_true(o.size_sum == UINT64_MAX);
+        ev[1].flags = 0;
+    }
+}
+
 static void test_packed_extremes(void **state)
 {
     enum { N = 1100, NE = 8 };
@@ -1534,6 +1569,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_timeline_only),  cmocka_unit_test(test_user_frames),
     cmocka_unit_test(test_stack_view),     cmocka_unit_test(test_spool_bound),
     cmocka_unit_test(test_packed_numbers), cmocka_unit_test(test_packed_extremes),
+    cmocka_unit_test(test_event_sums),
 };
 
 /* real snapshots */
