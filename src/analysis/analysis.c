@@ -184,6 +184,15 @@ static enum gm_status over_limit(struct work *w, struct gm_error *err)
     return gm_budget_fail(err, what, UINT64_MAX, w->snap->memory_limit);
 }
 
+enum gm_status ana_events_missing(const struct gm_snapshot_device *sd, struct gm_error *err)
+{
+    return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                   "analysis: device %d: its events were consumed while loading "
+                   "(gm_snapshot_opts.consume_events), and this analysis reads them: load the "
+                   "file again keeping them",
+                   (int)sd->index);
+}
+
 /* ---------------------------------------------------------------- allocations */
 
 /* The size analysis.h promises: one of these per allocation is most of what an analysis
@@ -693,8 +702,42 @@ static void pass_release(void *state)
     gm_free(s);
 }
 
+/* Whether the scan's times are kept to its end (what scan_times_end() would leave). */
+static bool scan_times_kept(const struct scan *s)
+{
+    return s->tm.dt && !(s->n && s->last_t < s->tm.blocks[(s->n - 1) >> TB_SHIFT].time_us);
+}
+
+/* After a load that kept no events (gm_snapshot_opts.consume_events): whether the analysis of
+ * device d (the whole one, a report's included) reads its stored trace all the same, so that
+ * the load reads the file again with them.  It does when the scan did not see every event
+ * (scan_taken() refuses it); when some events have a time but the times are not kept to the
+ * end (the series reads them from the trace: build_series(); the step ranges want them:
+ * scan_taken()); when the user marked phases on the device (ana_user_phases() puts them on
+ * the events by their times); and when events carry notes (the groups alive at the peak read
+ * them, peaks.c).  What scan_taken() checks against the memory limit, and the rules by
+ * annotation (given to the analysis, not to the load), cannot be told here: an analysis that
+ * would read the trace fails on such a snapshot (ana_events_missing()), and its caller loads
+ * again. */
+static bool pass_needs_trace(const void *state, const struct gm_snapshot *snap,
+                             const struct gm_snapshot_device *d)
+{
+    const struct scan *s = state;
+    if (s->abandoned || s->stop != SCAN_OK || s->n != d->n_events)
+        return true;
+    if (s->n_timed && (s->n_timed != s->n || !scan_times_kept(s)))
+        return true;
+    for (size_t i = 0; i < snap->n_annotations; i++) {
+        const struct gm_snapshot_annotation *a = &snap->annotations[i];
+        if (a->device == d->index && a->name &&
+            !strncmp(a->name, GM_USER_PHASE_PREFIX, strlen(GM_USER_PHASE_PREFIX)))
+            return true;
+    }
+    return snap_has_event_notes(snap);
+}
+
 static const struct snap_consumer_ops pass_ops = {pass_open, pass_events, pass_abandon,
-                                                  pass_release};
+                                                  pass_release, pass_needs_trace};
 
 static const struct gm_snapshot_consumer first_pass = {&pass_ops, NULL};
 
@@ -846,6 +889,9 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         scan_phases(&s, &rule, w->phase);
         if (w->diff_only)
             scan_drop_times(&s);
+    } else if (!snap_events_stored(sd)) {
+        st = ana_events_missing(sd, err);
+        goto out;
     } else {
         struct gm_snapshot_cursor c;
         const struct gm_snapshot_event *e;
@@ -1639,6 +1685,10 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     }
     gm_lod_axis_init_counted(&ax, sd, w->n_timed);
     read_trace = w->n_timed && !(w->tm.dt && ax.time);
+    if (read_trace && !snap_events_stored(sd)) {
+        gm_free(slots);
+        return ana_events_missing(sd, err);
+    }
     memset(known, 0, sizeof(known));
     known[0].time_us = known[1].time_us = ax.t0_us;
     known[0].flags = known[1].flags = w->n_timed ? GM_EVENT_HAS_TIME : 0;
@@ -2696,6 +2746,23 @@ void gm_analysis_free(struct gm_analysis *an)
 const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *dev)
 {
     return dev && dev->priv_ ? dev->priv_->totals : NULL;
+}
+
+bool gm_analysis_reads_trace(const struct gm_analysis *an)
+{
+    const struct gm_snapshot *snap = an->snap;
+    for (size_t d = 0; d < snap->n_devices; d++) {
+        const struct gm_snapshot_device *sd = &snap->devices[d];
+        const struct gm_analysis_device *ad = gm_analysis_device_by_index(an, sd->index);
+        const struct gm_lod_totals *lt = gm_analysis_totals(ad);
+        if (snap_events_stored(sd))
+            continue;
+        /* the axis reads an event's time unless it keeps every x (html_device.c) */
+        if (!lt || (lt->axis.time && !gm_lod_axis_keeps_x(&lt->axis)) ||
+            !gm_analysis_layout_history(ad))
+            return true;
+    }
+    return false;
 }
 
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,

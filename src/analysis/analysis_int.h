@@ -172,6 +172,12 @@ bool ana_priv_keep(struct ana_priv *priv, void *p, size_t bytes);
 
 /* ---- user phases (user.c) ---- */
 
+/* GM_ERR_INVALID: the analysis would read the trace of 'sd', whose events the load consumed
+ * without keeping them (gm_snapshot.events_consumed); its caller loads the file again with
+ * them (gm_snapshot_opts.consume_events).  Every reader of a trace in the analysis asks
+ * snap_events_stored() first and fails with this, never reading an empty trace. */
+enum gm_status ana_events_missing(const struct gm_snapshot_device *sd, struct gm_error *err);
+
 /* dev->user_phases and dev->user_ranges of device 'sd' from the snapshot's gpumem.phase
  * marks, the ranges put on the events by one pass over the trace (events are in time
  * order: a range holds the events from its START to its END).  Errors: GM_ERR_NOMEM. */

@@ -407,6 +407,11 @@ enum gm_status ana_rules_device(struct ana_rules *u, const struct gm_snapshot_de
             s[k++] = (struct ana_rules_step){r[i].end_us + 1, m, -1};
     }
     gm_free(r);
+    if (k && !snap_events_stored(sd)) {
+        /* annotation_mask() reads the times of allocations' events */
+        gm_free(s);
+        return ana_events_missing(sd, err);
+    }
     qsort(s, k, sizeof(*s), cmp_step);
     /* after each step, the rules that some open range matches */
     for (size_t i = 0; i < k; i++) {

@@ -5,6 +5,7 @@
  * (its peak and the categories there, the bytes allocated inside it) are made by the
  * analysis's pass over the series (analysis.c), with ana_user_cursor. */
 #include "analysis/analysis_int.h"
+#include "snapshot/snapshot_int.h"
 
 #include "gpumem/arena.h"
 
@@ -56,6 +57,11 @@ enum gm_status ana_user_phases(const struct gm_snapshot *snap, const struct gm_s
         u->last_event = -2;
     }
     dev->n_user_ranges = n;
+    if (!snap_events_stored(sd)) {
+        gm_free(open);
+        gm_free(r);
+        return ana_events_missing(sd, err);
+    }
     /* one pass: the events inside each range (ranges sorted by start) */
     gm_snapshot_cursor_init(&c, sd, 0);
     while ((e = gm_snapshot_cursor_next(&c)) != NULL) {

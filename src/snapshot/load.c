@@ -312,6 +312,7 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
     size_t cap, held = 0;
     enum gm_status st;
     struct gm_error local;
+    bool b_consume;
 
     *out = NULL;
     if (!err) {
@@ -361,6 +362,7 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
     b->drop_events = opts && (opts->drop_events || opts->timeline_only);
     b->fold_only = opts && opts->timeline_only && !opts->drop_events;
     impl->pub.events_dropped = b->drop_events;
+    b->consume = opts && opts->consume_events && opts->consumer && !b->drop_events;
     snap_trace_consumers_init(b, opts ? opts->consumer : NULL);
     po.drop_behind = mapped;
 
@@ -386,6 +388,7 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
                          "opened: written again meanwhile?)");
         }
     }
+    b_consume = b->consume;
     builder_release(b);
     gm_free(b);
     gm_arena_share(&impl->arena, NULL);
@@ -404,6 +407,9 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
     }
     /* what the consumers keep for after the load is the snapshot's */
     impl->pub.memory_bytes += impl->consumers.used;
+    for (size_t i = 0; b_consume && i < impl->pub.n_devices; i++)
+        if (!snap_events_stored(&impl->pub.devices[i]))
+            impl->pub.events_consumed = true;
     *out = &impl->pub;
     return GM_OK;
 }
@@ -418,10 +424,23 @@ static bool folds_suffice(const struct gm_snapshot *s)
         if ((d->n_events && !snap_fold_ready(d)) || d->n_actions[GM_ACTION_OOM])
             return false;
     }
-    for (size_t i = 0; i < s->n_extras; i++)
-        if ((s->extras[i].user_metadata && *s->extras[i].user_metadata) ||
-            s->extras[i].forward_stack)
+    return !snap_has_event_notes(s);
+}
+
+/* Whether a snapshot loaded with consume_events answers without the events it did not keep:
+ * each such trace followed whole by the timeline's fold and by the caller's consumer, which
+ * needs nothing of the stored trace after, and its events kept aside (side.c). */
+static bool consumed_suffice(const struct gm_snapshot *s)
+{
+    for (size_t i = 0; i < s->n_devices; i++) {
+        const struct gm_snapshot_device *d = &s->devices[i];
+        const struct gm_snapshot_packed *pk = d->packed;
+        if (snap_events_stored(d))
+            continue;
+        if (!pk || !pk->side || !snap_fold_ready(d) || !pk->consumed ||
+            !pk->consumed_ops->needs_trace || pk->consumed_ops->needs_trace(pk->consumed, s, d))
             return false;
+    }
     return true;
 }
 
@@ -429,14 +448,21 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
                            bool mapped, struct gm_snapshot **out, struct gm_error *err)
 {
     enum gm_status st = load_once(data, len, opts, mapped, out, err);
-    if (st == GM_OK && opts && opts->timeline_only && !opts->drop_events && !folds_suffice(*out)) {
+    struct gm_snapshot_opts again;
+    if (st != GM_OK || !opts)
+        return st;
+    if (opts->timeline_only && !opts->drop_events && !folds_suffice(*out)) {
         /* the events are needed after all: read the input again, keeping them */
-        struct gm_snapshot_opts again = *opts;
+        again = *opts;
         again.timeline_only = false;
-        gm_snapshot_free(*out);
-        st = load_once(data, len, &again, mapped, out, err);
+    } else if ((*out)->events_consumed && !consumed_suffice(*out)) {
+        again = *opts;
+        again.consume_events = false;
+    } else {
+        return st;
     }
-    return st;
+    gm_snapshot_free(*out);
+    return load_once(data, len, &again, mapped, out, err);
 }
 
 enum gm_status gm_snapshot_load_mem(const void *data, size_t len,
