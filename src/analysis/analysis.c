@@ -305,6 +305,29 @@ static int64_t time_at(const struct ana_times *tm, int64_t j)
     return t;
 }
 
+void ana_time_cursor_init(struct ana_time_cursor *c, const struct ana_times *tm)
+{
+    c->tm = tm;
+    c->k = -1;
+    c->t = 0;
+    c->wi = 0;
+}
+
+int64_t ana_time_cursor_at(struct ana_time_cursor *c, int64_t k)
+{
+    const struct ana_times *tm = c->tm;
+    if (k < c->k || c->k < 0 || (k >> TB_SHIFT) > (c->k >> TB_SHIFT)) {
+        /* from the block of k, as time_at() */
+        const struct ana_time_block *b = &tm->blocks[(size_t)k >> TB_SHIFT];
+        c->k = (int64_t)(((size_t)k >> TB_SHIFT) << TB_SHIFT);
+        c->t = b->time_us;
+        c->wi = b->n_wide;
+    }
+    for (; c->k < k; c->k++)
+        c->t += (int64_t)step_us(tm->dt, tm->dt_wide, c->k + 1, &c->wi);
+    return c->t;
+}
+
 /* From event k (its time *t, *wi the wide steps up to it), forward to the event before
  * 'to', or with 'by_time' before the first event after k whose time reaches t_stop (times
  * never go back where they are kept): returns that event's index plus one, *t and *wi
@@ -712,13 +735,12 @@ static bool scan_times_kept(const struct scan *s)
  * device d (the whole one, a report's included) reads its stored trace all the same, so that
  * the load reads the file again with them.  It does when the scan did not see every event
  * (scan_taken() refuses it); when some events have a time but the times are not kept to the
- * end (the series reads them from the trace: build_series(); the step ranges want them:
- * scan_taken()); when the user marked phases on the device (ana_user_phases() puts them on
- * the events by their times); and when events carry notes (the groups alive at the peak read
- * them, peaks.c).  What scan_taken() checks against the memory limit, and the rules by
- * annotation (given to the analysis, not to the load), cannot be told here: an analysis that
- * would read the trace fails on such a snapshot (ana_events_missing()), and its caller loads
- * again. */
+ * end (the series reads them from the trace: build_series(); the step ranges, the user's
+ * phases and the rules by annotation read them: scan_taken(), ana_user_phases(),
+ * ana_rules_device()); and when events carry notes (the groups alive at the peak read them,
+ * peaks.c).  What scan_taken() checks against the memory limit cannot be told here: an
+ * analysis that would read the trace fails on such a snapshot (ana_events_missing()), and its
+ * caller loads again. */
 static bool pass_needs_trace(const void *state, const struct gm_snapshot *snap,
                              const struct gm_snapshot_device *d)
 {
@@ -727,12 +749,6 @@ static bool pass_needs_trace(const void *state, const struct gm_snapshot *snap,
         return true;
     if (s->n_timed && (s->n_timed != s->n || !scan_times_kept(s)))
         return true;
-    for (size_t i = 0; i < snap->n_annotations; i++) {
-        const struct gm_snapshot_annotation *a = &snap->annotations[i];
-        if (a->device == d->index && a->name &&
-            !strncmp(a->name, GM_USER_PHASE_PREFIX, strlen(GM_USER_PHASE_PREFIX)))
-            return true;
-    }
     return snap_has_event_notes(snap);
 }
 
@@ -2525,7 +2541,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
             nf = r;
         w.next_fwd[r] = nf;
     }
-    if ((st = ana_rules_device(cls->rules, sd, err)) != GM_OK)
+    if ((st = ana_rules_device(cls->rules, sd, w.tm.dt ? &w.tm : NULL, err)) != GM_OK)
         goto out;
     for (size_t i = 0, run = 0, iv = 0; i < dev->n_allocs; i++) {
         int64_t k = dev->allocs[i].alloc_event;
@@ -2548,7 +2564,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         st = GM_OK;
         goto out;
     }
-    if ((st = ana_user_phases(snap, sd, w.arena, dev, err)) != GM_OK)
+    if ((st = ana_user_phases(snap, sd, w.tm.dt ? &w.tm : NULL, w.arena, dev, err)) != GM_OK)
         goto out;
     /* the totals asked for, from the series' pass (none when out of memory: the report
      * walks the trace for them) */

@@ -2006,18 +2006,32 @@ static enum gm_status doc_of(const struct gm_analysis *an, enum gm_analysis_doc_
 
 /* ---- a load that keeps no events (gm_snapshot_opts.consume_events) ---- */
 
+enum ooms_times {
+    OOMS_FORWARD, /* every 10 us */
+    OOMS_BACK,    /* the same, 5 ms back at event 300 */
+    OOMS_NONE,    /* no time_us */
+};
+
 /* A trace of 'n' allocations on one stream, each freed 3 events later, with oom events at
- * events 100 and 400 (and 'n' large enough to hold them); its times step forward by 10 us, or,
- * with 'back', step back once at event 300. */
-static void write_ooms_trace(char **buf, size_t *len, size_t n, bool back)
+ * events 100 and 400 (and 'n' large enough to hold them), its times as 'tk' says; annotations:
+ * an Optimizer.step# range and a gpumem.phase range over parts of it. */
+static void write_ooms_trace(char **buf, size_t *len, size_t n, enum ooms_times tk)
 {
+    static const struct {
+        const char *name, *stage;
+        int64_t time_us;
+    } marks[] = {{"gpumem.phase:warmup", "START", 1500},
+                 {"Optimizer.step#SGD.step", "START", 2000},
+                 {"Optimizer.step#SGD.step", "END", 4000},
+                 {"gpumem.phase:warmup", "END", 6000}};
+    bool back = tk == OOMS_BACK;
     struct gm_pickle_writer *w;
     struct gm_error err;
     FILE *f = open_memstream(buf, len);
     size_t k = 0;
     assert_non_null(f);
     assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
-    gm_pickle_dict_begin(w, 2);
+    gm_pickle_dict_begin(w, 3);
     gm_pickle_str(w, "segments");
     gm_pickle_list_begin(w, 0);
     gm_pickle_list_end(w);
@@ -2031,7 +2045,7 @@ static void write_ooms_trace(char **buf, size_t *len, size_t n, bool back)
         int64_t t = 1000 + 10 * (int64_t)k - (back && k >= 300 ? 5000 : 0);
         if (!oom && !(i < 3 || i % 2))
             a = a > 0 ? a - 1 : 0;
-        gm_pickle_dict_begin(w, 6);
+        gm_pickle_dict_begin(w, tk == OOMS_NONE ? 5 : 6);
         gm_pickle_str(w, "action");
         gm_pickle_str(w, action);
         gm_pickle_str(w, oom ? "device_free" : "addr");
@@ -2040,8 +2054,10 @@ static void write_ooms_trace(char **buf, size_t *len, size_t n, bool back)
         gm_pickle_uint(w, oom ? 1u << 30 : 512u + (uint64_t)(a % 97));
         gm_pickle_str(w, "stream");
         gm_pickle_uint(w, 0);
-        gm_pickle_str(w, "time_us");
-        gm_pickle_int(w, t);
+        if (tk != OOMS_NONE) {
+            gm_pickle_str(w, "time_us");
+            gm_pickle_int(w, t);
+        }
         gm_pickle_str(w, "frames");
         gm_pickle_list_begin(w, 1);
         gm_pickle_dict_begin(w, 3);
@@ -2056,6 +2072,21 @@ static void write_ooms_trace(char **buf, size_t *len, size_t n, bool back)
         gm_pickle_dict_end(w);
     }
     gm_pickle_list_end(w);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "external_annotations");
+    gm_pickle_list_begin(w, sizeof(marks) / sizeof(marks[0]));
+    for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+        gm_pickle_dict_begin(w, 4);
+        gm_pickle_str(w, "device");
+        gm_pickle_int(w, 0);
+        gm_pickle_str(w, "name");
+        gm_pickle_str(w, marks[i].name);
+        gm_pickle_str(w, "stage");
+        gm_pickle_str(w, marks[i].stage);
+        gm_pickle_str(w, "time_us");
+        gm_pickle_int(w, marks[i].time_us);
+        gm_pickle_dict_end(w);
+    }
     gm_pickle_list_end(w);
     gm_pickle_dict_end(w);
     assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
@@ -2092,12 +2123,13 @@ static char *report_of(const struct gm_snapshot *snap, const struct gm_analysis 
  * none ('consumed') or reads the file again with them; either way the events it keeps aside
  * are those of the trace (its first, its last, each oom, and no other) and the analyses, their
  * documents and the report are the same bytes. */
-static void consumed_load_agrees(const char *buf, size_t len, bool consumed)
+static void consumed_load_agrees(const char *buf, size_t len, const struct gm_category_rules *rules,
+                                 bool consumed)
 {
     struct gm_snapshot *s[2] = {load_with_consumer(buf, len, false),
                                 load_with_consumer(buf, len, true)};
     struct gm_analysis *an[2];
-    struct gm_analysis_opts ao = {.totals = true};
+    struct gm_analysis_opts ao = {.totals = true, .rules = rules};
     struct gm_error err;
     static const enum gm_analysis_doc_kind kinds[] = {GM_DOC_CATEGORIES, GM_DOC_LEAKS, GM_DOC_OOM};
     assert_false(s[0]->events_consumed);
@@ -2154,40 +2186,52 @@ static void consumed_load_agrees(const char *buf, size_t len, bool consumed)
     }
 }
 
-/* consume_events keeps no event where the consumers answer: the example job (its
- * Optimizer.step# annotations applied from the kept times) and a trace with oom events
- * (fragmentation at each from the events kept aside); and reads the file again with its
- * events where the analysis would read them: the user's phases (the example with --phases),
- * times that go back. */
+static const char annotation_rules[] =
+    "{\"rules\": [{\"category\": \"activation\", \"function\": \"^cross_entropy$\"},"
+    " {\"category\": \"input\", \"annotation\": \"^Optimizer\\\\.step#\"}]}";
+
+/* consume_events keeps no event where the consumers answer: the example job with and without
+ * its phases, and a trace with oom events (fragmentation at each from the events kept aside),
+ * with and without category rules by annotation (the Optimizer.step# ranges, the user's
+ * phases and the rules applied by the times the scan kept); and reads the file again with its
+ * events where the analysis would read them: times that go back. */
 static void test_consumed_load_answers_as_one_that_keeps_the_events(void **state)
 {
+    struct gm_category_rules *rules;
+    struct gm_error err;
     char *buf;
     size_t len;
     (void)state;
+    assert_int_equal(
+        gm_category_rules_parse(annotation_rules, strlen(annotation_rules), &rules, &err), GM_OK);
     for (int phases = 0; phases < 2; phases++) {
         struct gm_snapshot *snap = load_example(phases, &buf, &len);
         gm_snapshot_free(snap);
-        consumed_load_agrees(buf, len, !phases);
+        consumed_load_agrees(buf, len, NULL, true);
+        consumed_load_agrees(buf, len, rules, true);
         free(buf);
     }
     for (int back = 0; back < 2; back++) {
         struct gm_snapshot *snap;
-        write_ooms_trace(&buf, &len, 600, back);
+        write_ooms_trace(&buf, &len, 600, back ? OOMS_BACK : OOMS_FORWARD);
         snap = load_with_consumer(buf, len, true);
         assert_int_equal(snap->devices[0].n_actions[GM_ACTION_OOM], 2);
+        assert_int_equal(snap->n_annotations, 4);
         gm_snapshot_free(snap);
-        consumed_load_agrees(buf, len, !back);
+        consumed_load_agrees(buf, len, NULL, !back);
+        consumed_load_agrees(buf, len, rules, !back);
         free(buf);
     }
+    gm_category_rules_free(rules);
 }
 
 /* An analysis that would read a trace whose events the load consumed fails instead (its
  * caller reads the file again with them: snapcli_load_many()): the category rules by
- * annotation read the times of the allocations' events. */
+ * annotation and the user's phases, on a trace whose events have no time (annotations have
+ * one), read the events for their times. */
 static void test_consumed_load_refuses_what_reads_the_trace(void **state)
 {
-    static const char rules_text[] =
-        "{\"rules\": [{\"category\": \"input\", \"annotation\": \"^Optimizer\\\\.step#\"}]}";
+    const char *rules_text = annotation_rules;
     struct gm_category_rules *rules;
     struct gm_analysis *an = NULL;
     struct gm_analysis_opts ao = {0};
@@ -2197,18 +2241,21 @@ static void test_consumed_load_refuses_what_reads_the_trace(void **state)
     size_t len;
     (void)state;
     assert_int_equal(gm_category_rules_parse(rules_text, strlen(rules_text), &rules, &err), GM_OK);
-    ao.rules = rules;
-    gm_snapshot_free(load_example(false, &buf, &len));
-    snap = load_with_consumer(buf, len, true);
-    assert_true(snap->events_consumed);
-    assert_int_equal(gm_analysis_run(snap, &ao, &an, &err), GM_ERR_INVALID);
-    assert_null(an);
-    assert_non_null(strstr(err.msg, "consumed"));
-    gm_snapshot_free(snap);
-    snap = load_with_consumer(buf, len, false);
-    assert_int_equal(gm_analysis_run(snap, &ao, &an, &err), GM_OK);
-    gm_analysis_free(an);
-    gm_snapshot_free(snap);
+    write_ooms_trace(&buf, &len, 600, OOMS_NONE);
+    for (int with_rules = 0; with_rules < 2; with_rules++) {
+        /* (without the rules, the user's phases alone) */
+        ao.rules = with_rules ? rules : NULL;
+        snap = load_with_consumer(buf, len, true);
+        assert_true(snap->events_consumed);
+        assert_int_equal(gm_analysis_run(snap, &ao, &an, &err), GM_ERR_INVALID);
+        assert_null(an);
+        assert_non_null(strstr(err.msg, "consumed"));
+        gm_snapshot_free(snap);
+        snap = load_with_consumer(buf, len, false);
+        assert_int_equal(gm_analysis_run(snap, &ao, &an, &err), GM_OK);
+        gm_analysis_free(an);
+        gm_snapshot_free(snap);
+    }
     gm_category_rules_free(rules);
     free(buf);
 }
