@@ -19,7 +19,7 @@ static bool kept_aside(size_t k, uint8_t a)
 static bool keep(struct snap_side *side, size_t k, const struct gm_snapshot_event *e)
 {
     if (side->n_kept >= SNAP_SIDE_MAX ||
-        !GM_VEC_RESERVE(side->kept, side->cap_kept, side->n_kept + 1, NULL)) {
+        !GM_VEC_RESERVE(side->kept, side->cap_kept, side->n_kept + 1, &side->budget)) {
         side->broken = true;
         return false;
     }
@@ -72,6 +72,7 @@ bool snap_side_finish(struct snap_side *side, struct gm_arena *arena, struct gm_
 
 void snap_side_release(struct snap_side *side)
 {
+    gm_budget_give(&side->budget, (uint64_t)side->cap_kept * sizeof(*side->kept));
     gm_free(side->kept);
     memset(side, 0, sizeof(*side));
 }

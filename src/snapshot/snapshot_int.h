@@ -176,6 +176,8 @@ struct snap_side {
     bool broken; /* a batch was written out before its end, more than
                   * SNAP_SIDE_MAX events to keep, or memory ran out: the trace is
                   * kept instead */
+    /* what kept[] holds, drawn on the load's budget of its consumers (.shared) */
+    struct gm_budget budget;
 };
 /* The most events a trace keeps aside (a file of more out-of-memory events keeps its trace). */
 #define SNAP_SIDE_MAX 4096

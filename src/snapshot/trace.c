@@ -422,6 +422,7 @@ static struct stream *stream_of(struct builder *b, uint32_t index)
         snap_ev_writer_init(&str->w);
         /* consume_events: the consumers take the events, a few are kept aside (side.c) */
         str->w.count_only = b->drop_events || b->consume;
+        str->side.budget.shared = &b->impl->consumers;
         /* a consumer that cannot be made (out of memory) leaves its work to the stored trace */
         for (size_t i = 0; i < b->n_consumers; i++)
             str->consumer[i] = b->consumers[i].ops->open(b->consumers[i].ctx, index,

@@ -1310,6 +1310,26 @@ static void test_side_records(void **state)
         gm_arena_release(&arena);
     }
     {
+        /* what the records hold is drawn on the load's budget of its consumers: past it, none
+         * (and what was drawn is given back) */
+        struct snap_side side;
+        struct gm_snapshot_packed pk;
+        struct gm_budget load = gm_budget_make(GM_VEC_FIRST * sizeof(struct snap_side_event), 0);
+        memset(&side, 0, sizeof(side));
+        memset(&pk, 0, sizeof(pk));
+        side.budget.shared = &load;
+        gm_arena_init(&arena, 1 << 20);
+        for (int i = 0; i < 10; i++)
+            ev[i].action = GM_ACTION_OOM;
+        assert_true(snap_side_add(&side, ev, 10, true)); /* the first 16 fit */
+        assert_true(load.used > 0);
+        assert_false(snap_side_add(&side, ev, 10, true)); /* 32 do not */
+        assert_false(snap_side_finish(&side, &arena, &pk));
+        snap_side_release(&side);
+        assert_int_equal(load.used, 0);
+        gm_arena_release(&arena);
+    }
+    {
         /* more ooms than are kept aside */
         struct snap_side side;
         struct gm_snapshot_packed pk;
