@@ -2184,6 +2184,37 @@ static void consumed_load_agrees(const char *buf, size_t len, const struct gm_ca
         gm_analysis_free(an[i]);
         gm_snapshot_free(s[i]);
     }
+    if (!rules) {
+        /* the analysis for a diff (without rules, as `snapshot diff` loads it) and the diff of
+         * each snapshot with itself: the same document */
+        char *doc[2];
+        for (int i = 0; i < 2; i++) {
+            struct gm_analysis_diff *df;
+            struct gm_analysis_doc_file files[2];
+            struct gm_analysis_doc dd;
+            size_t dlen;
+            FILE *f = open_memstream(&doc[i], &dlen);
+            s[i] = load_with_consumer(buf, len, i == 1);
+            assert_int_equal(gm_analysis_diff_prepare(s[i], NULL, &an[i], &err), GM_OK);
+            assert_int_equal(gm_analysis_diff(an[i], an[i], &df, &err), GM_OK);
+            files[0] = (struct gm_analysis_doc_file){.path = "a.pickle", .an = an[i]};
+            files[1] = (struct gm_analysis_doc_file){.path = "b.pickle", .an = an[i]};
+            memset(&dd, 0, sizeof(dd));
+            dd.kind = GM_DOC_DIFF;
+            dd.files = files;
+            dd.n_files = 2;
+            dd.diff = df;
+            assert_non_null(f);
+            assert_int_equal(gm_analysis_json(f, &dd, &err), GM_OK);
+            assert_int_equal(fclose(f), 0);
+            gm_analysis_diff_free(df);
+            gm_analysis_free(an[i]);
+            gm_snapshot_free(s[i]);
+        }
+        assert_string_equal(doc[0], doc[1]);
+        free(doc[0]);
+        free(doc[1]);
+    }
 }
 
 static const char annotation_rules[] =
