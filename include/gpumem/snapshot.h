@@ -452,8 +452,9 @@ struct gm_snapshot_opts {
      * notes), the input is read again with its events, as without this option.  A caller
      * whose later work on such a snapshot needs the events after all (gm_analysis_run()
      * failing on it, gm_analysis_reads_trace()) loads the file again without the option: the
-     * results are then those of a load that kept them.  Ignored with drop_events or
-     * timeline_only. */
+     * results are then those of a load that kept them.  Ignored with drop_events,
+     * timeline_only or a memory_limit (a limit fails the same loads with it or without); over
+     * the default limit the input is read again with its events, whose failure is told. */
     bool consume_events;
 };
 

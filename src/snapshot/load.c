@@ -301,6 +301,15 @@ static void read_input(void *ctx)
     pk_doc_release(r->doc);
 }
 
+/* Whether a load with 'opts' consumes the device traces' events (keeps none).  Not under a
+ * memory limit the caller gave: a load that holds less than one keeping the events could pass
+ * a limit that one fails, and the limit's answer is that of the load with the events. */
+static bool consumes(const struct gm_snapshot_opts *opts)
+{
+    return opts && opts->consume_events && opts->consumer && !opts->drop_events &&
+           !opts->timeline_only && !opts->memory_limit;
+}
+
 static enum gm_status load_once(const void *data, size_t len, const struct gm_snapshot_opts *opts,
                                 bool mapped, struct gm_snapshot **out, struct gm_error *err)
 {
@@ -362,7 +371,7 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
     b->drop_events = opts && (opts->drop_events || opts->timeline_only);
     b->fold_only = opts && opts->timeline_only && !opts->drop_events;
     impl->pub.events_dropped = b->drop_events;
-    b->consume = opts && opts->consume_events && opts->consumer && !b->drop_events;
+    b->consume = consumes(opts);
     snap_trace_consumers_init(b, opts ? opts->consumer : NULL);
     po.drop_behind = mapped;
 
@@ -449,7 +458,16 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
 {
     enum gm_status st = load_once(data, len, opts, mapped, out, err);
     struct gm_snapshot_opts again;
-    if (st != GM_OK || !opts)
+    if (!opts)
+        return st;
+    if (st == GM_ERR_LIMIT && consumes(opts)) {
+        /* over the memory limit without the events: so is a load with them (it holds more),
+         * whose failure is the one to tell (where it stopped) */
+        again = *opts;
+        again.consume_events = false;
+        return load_once(data, len, &again, mapped, out, err);
+    }
+    if (st != GM_OK)
         return st;
     if (opts->timeline_only && !opts->drop_events && !folds_suffice(*out)) {
         /* the events are needed after all: read the input again, keeping them */

@@ -2256,6 +2256,44 @@ static void test_consumed_load_answers_as_one_that_keeps_the_events(void **state
     gm_category_rules_free(rules);
 }
 
+/* Under every memory limit the caller gives, from 64 KiB up to what the load needs, a load
+ * asked to consume the events keeps them (holding less, it would pass limits that a load with
+ * the events fails): it fails where one that keeps them fails, with the same error, and
+ * succeeds where it does. */
+static void test_consumed_load_under_memory_limits(void **state)
+{
+    char *buf;
+    size_t len;
+    uint64_t ok_from = 0;
+    (void)state;
+    write_ooms_trace(&buf, &len, 600, OOMS_FORWARD);
+    for (uint64_t limit = 64 << 10; !ok_from; limit += 16 << 10) {
+        struct gm_snapshot_opts o = {0};
+        struct gm_snapshot *s[2] = {NULL, NULL};
+        struct gm_error err[2];
+        enum gm_status st[2];
+        o.consumer = gm_analysis_first_pass_consumer();
+        o.memory_limit = limit;
+        for (int i = 0; i < 2; i++) {
+            o.consume_events = i == 1;
+            st[i] = gm_snapshot_load_mem(buf, len, &o, &s[i], &err[i]);
+        }
+        assert_int_equal(st[0], st[1]);
+        if (st[0] != GM_OK) {
+            assert_string_equal(err[0].msg, err[1].msg);
+            assert_true(err[0].offset == err[1].offset);
+        } else {
+            ok_from = limit;
+            assert_false(s[1]->events_consumed);
+        }
+        gm_snapshot_free(s[0]);
+        gm_snapshot_free(s[1]);
+        assert_true(limit < (64u << 20));
+    }
+    assert_true(ok_from > 64 << 10); /* some limits refused the file */
+    free(buf);
+}
+
 /* An analysis that would read a trace whose events the load consumed fails instead (its
  * caller reads the file again with them: snapcli_load_many()): the category rules by
  * annotation and the user's phases, on a trace whose events have no time (annotations have
@@ -3146,6 +3184,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_diff_analysis_of_the_example_equals_the_full_one),
     cmocka_unit_test(test_consumed_load_answers_as_one_that_keeps_the_events),
     cmocka_unit_test(test_consumed_load_refuses_what_reads_the_trace),
+    cmocka_unit_test(test_consumed_load_under_memory_limits),
     cmocka_unit_test(test_diff_only_analysis_is_refused_where_the_whole_is_needed),
     cmocka_unit_test(test_analysis_without_series_keeps_the_figures),
     cmocka_unit_test(test_first_pass_while_loading_equals_the_walk),
