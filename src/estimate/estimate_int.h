@@ -48,7 +48,8 @@
     X(SEQUENCE_PARALLEL) X(ASYNC_TP) X(BUCKET_ELEMENTS) X(ZERO_OVERLAP_COMM) X(ZERO_REUSE_DISTANCE) X(DDP_BUCKET_VIEW) X(GRAD_ACCUM) X(PAGED_OPTIMIZER) \
     X(LARGEST_LAYER) X(ENGINE) X(GPU_MEMORY_UTILIZATION) X(MAX_MODEL_LEN) X(BLOCK_SIZE) \
     X(MAX_NUM_SEQS) X(MAX_NUM_BATCHED_TOKENS) X(ENFORCE_EAGER) X(NON_TORCH) X(UBATCH) \
-    X(FLASH_ATTN) X(MAX_BATCH) X(MAX_CONTEXT) X(LOSS) X(LOSS_CHUNKS) X(CHECKPOINT_EVERY) \
+    X(FLASH_ATTN) X(MAX_BATCH) X(MAX_CONTEXT) X(LOSS) X(LOSS_CHUNKS) X(NO_LOSS_CACHE_BLOCK) \
+    X(CHECKPOINT_EVERY) \
     X(OPTIMIZER_IN_BACKWARD) X(ACTIVATION_OFFLOAD) X(FUSED_KERNELS) X(COMPILE) X(ADAPTER_DTYPE) \
     X(TOKENS_PER_BATCH) X(FSDP_VERSION) X(NO_RESHARD_AFTER_FORWARD) X(NO_SYNC_MODULE_STATES) \
     X(EP) X(NCCL) X(NO_P2P) X(CUDA_VERSION) X(TRANSFORMERS_VERSION) X(VLLM_VERSION) \
@@ -306,6 +307,8 @@ uint64_t est_engine_sequences(const struct gm_job *job, const struct gm_estimate
 
 /* ---- stage_runtime.c ---- */
 
+/* The driver's context before any kernel loads, by the catalog GPU's SMs (0 if unknown). */
+uint64_t est_cuda_bare_context_bytes(const struct gm_job *j);
 /* The CUDA context and the NCCL buffers of one device at the run's bound (the serving
  * engine charges them to its budget in some versions). */
 uint64_t est_cuda_context_bytes(struct est_ctx *cx);
