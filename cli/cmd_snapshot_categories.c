@@ -256,7 +256,9 @@ int cmd_snapshot_categories(int argc, char **argv)
     struct gm_digest **digests = gm_calloc((size_t)n_pos, sizeof(*digests));
     struct rank_list ranks = {0};
     int rc = snapcli_rules_load(argv[0], rules_path, &rules);
-    struct snapcli_load_opts lo = {.memory_limit = mem_limit, .digests = digests, .rules = rules};
+    /* the analysis reads no event after the load: none kept (read again if it does) */
+    struct snapcli_load_opts lo = {
+        .memory_limit = mem_limit, .digests = digests, .rules = rules, .consume_events = true};
     if (rc == 0)
         rc = snaps && ans && digests ? (series && json ? ana_cli_open_many : ana_cli_open_figures)(
                                            argv[0], argv + 1, (size_t)n_pos, &lo, snaps, ans)

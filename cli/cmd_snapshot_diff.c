@@ -162,7 +162,11 @@ int cmd_snapshot_diff(int argc, char **argv)
     int rc = snapcli_rules_load(argv[0], rules_path, &rules);
     if (rc)
         return rc;
-    struct snapcli_load_opts lo = {.memory_limit = mem_limit, .rules = rules};
+    /* the analysis for the diff reads no event after the load: none kept (read again if it
+     * does; with rules, whose annotations would read the times that a diff does not keep,
+     * they are kept) */
+    struct snapcli_load_opts lo = {
+        .memory_limit = mem_limit, .rules = rules, .consume_events = rules == NULL};
     rc = ana_cli_open_diff(argv[0], argv + 1, &lo, snaps, ans);
     gm_category_rules_free(rules); /* the analyses are made */
     if (rc)

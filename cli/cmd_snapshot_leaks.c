@@ -160,7 +160,9 @@ static int leaks_one(void *ctx, char *path)
 {
     const struct leaks_job *j = ctx;
     struct gm_analysis_doc doc = {.kind = GM_DOC_LEAKS, .top = j->top};
-    struct snapcli_load_opts lo = {.memory_limit = j->mem_limit, .rules = j->rules};
+    /* the analysis reads no event after the load: none kept (read again if it does) */
+    struct snapcli_load_opts lo = {
+        .memory_limit = j->mem_limit, .rules = j->rules, .consume_events = true};
     return ana_cli_show(j->cmd, path, &lo, true, j->json, &doc, leaks_text, j);
 }
 

@@ -109,7 +109,9 @@ static int oom_one(void *ctx, char *path)
 {
     const struct oom_job *j = ctx;
     struct gm_analysis_doc doc = {.kind = GM_DOC_OOM, .series = j->series};
-    struct snapcli_load_opts lo = {.memory_limit = j->mem_limit, .rules = j->rules};
+    /* the analysis reads no event after the load: none kept (read again if it does) */
+    struct snapcli_load_opts lo = {
+        .memory_limit = j->mem_limit, .rules = j->rules, .consume_events = true};
     /* the text shows the largest gap along the series; the JSON only with --series */
     return ana_cli_show(j->cmd, path, &lo, j->json && !j->series, j->json, &doc, oom_text, j);
 }

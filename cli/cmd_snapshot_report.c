@@ -35,21 +35,28 @@ struct report_job {
 };
 
 /* In the thread that read the file: its analysis (the timeline, the peak and the segments
- * do not need it, so a memory limit only leaves it out, with a warning). */
+ * do not need it, so a memory limit only leaves it out, with a warning).  A file whose events
+ * were consumed while loading is read again with them when the page would read them (no
+ * analysis, or one without the totals it draws): the failure says so. */
 static enum gm_status analyse(void *ctx, size_t i, struct gm_snapshot *snap, struct gm_error *err)
 {
     struct report_job *j = ctx;
     struct gm_error e;
+    gm_error_clear(&j->warn[i]);
     if (j->no_analysis)
         return GM_OK;
     gm_error_clear(&e);
     if (gm_analysis_run(snap, &j->ao, &j->ans[i], &e) != GM_OK) {
         j->ans[i] = NULL;
-        if (e.code != GM_ERR_LIMIT && e.code != GM_ERR_NOMEM) {
+        if ((e.code != GM_ERR_LIMIT && e.code != GM_ERR_NOMEM) || snap->events_consumed) {
             *err = e;
             return e.code;
         }
         j->warn[i] = e;
+    } else if (snap->events_consumed && gm_analysis_reads_trace(j->ans[i])) {
+        gm_analysis_free(j->ans[i]);
+        j->ans[i] = NULL;
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the page reads the events");
     }
     return GM_OK;
 }
@@ -247,8 +254,11 @@ int cmd_snapshot_report(int argc, char **argv)
     if (!j.outs || !j.ans || !j.warn || !j.digests) {
         rc = GM_EXIT_SOFTWARE;
     } else if ((rc = output_names(argv[0], argv + 1, n_pos, out, force, j.outs, &folder)) == 0) {
+        /* the page reads no event that the analysis does not keep: none kept (read again if
+         * it does) */
         struct snapcli_load_opts lo = {.memory_limit = mem_limit,
-                                       .consumer = gm_analysis_first_pass_consumer()};
+                                       .consumer = gm_analysis_first_pass_consumer(),
+                                       .consume_events = !no_analysis};
         struct gm_error err;
         char all[160];
         if (!folder && n_pos > 1 && !title) {

@@ -58,6 +58,7 @@ static void load_opts(struct gm_snapshot_opts *opts, const struct snapcli_load_o
         opts->drop_events = o->drop_events;
         opts->timeline_only = o->timeline_only;
         opts->consumer = o->consumer;
+        opts->consume_events = o->consume_events;
     }
 }
 
@@ -178,10 +179,23 @@ static void *many_worker(void *arg)
         if (m->digests && gm_digest_is_file(m->paths[i])) {
             if (gm_digest_load(m->paths[i], &m->digests[i], err) != GM_OK)
                 m->status[i] = -1;
-        } else if (load_path(m->paths[i], &m->opts, &m->out[i], err) != GM_OK)
+        } else if (load_path(m->paths[i], &m->opts, &m->out[i], err) != GM_OK) {
             m->status[i] = -1;
-        else if (m->work && m->work(m->ctx, i, m->out[i], err) != GM_OK)
+        } else if (m->work && m->work(m->ctx, i, m->out[i], err) != GM_OK) {
             m->status[i] = -1;
+            if (m->out[i]->events_consumed) {
+                /* the work needs the events after all: as the file read with them */
+                struct gm_snapshot_opts again = m->opts;
+                again.consume_events = false;
+                gm_snapshot_free(m->out[i]);
+                m->out[i] = NULL;
+                gm_error_clear(err);
+                m->status[i] = 0;
+                if (load_path(m->paths[i], &again, &m->out[i], err) != GM_OK ||
+                    m->work(m->ctx, i, m->out[i], err) != GM_OK)
+                    m->status[i] = -1;
+            }
+        }
 
         pthread_mutex_lock(&m->mu);
         if (m->keep)

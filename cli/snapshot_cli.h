@@ -24,6 +24,10 @@ struct snapcli_load_opts {
     bool timeline_only; /* only the timelines and the peaks are needed (no analysis) */
     /* work done on the events while they are read (gm_snapshot_opts.consumer), or NULL */
     const struct gm_snapshot_consumer *consumer;
+    /* the consumer does the work and no event is kept (gm_snapshot_opts.consume_events): a
+     * 'work' of snapcli_load_many()/_each() that fails on such a snapshot
+     * (gm_snapshot.events_consumed) runs again on the file read with its events */
+    bool consume_events;
 };
 
 /* --memory-limit SIZE, for the option table of every snapshot command. */
@@ -49,7 +53,11 @@ int snapcli_load(const char *cmd, const char *path, const struct snapcli_load_op
                  struct gm_snapshot **out);
 
 /* Work done on each snapshot in the thread that loaded it (an analysis): GM_OK, or a
- * failure with 'err' filled in (printed in argument order by snapcli_load_many()). */
+ * failure with 'err' filled in (printed in argument order by snapcli_load_many()).  On a
+ * snapshot whose events were consumed while loading (gm_snapshot.events_consumed), a work that
+ * needs them fails (gm_analysis_run() does, gm_analysis_reads_trace() tells the rest): the
+ * file is read again with its events and the work runs again, its result the one that
+ * counts.  A work runs twice on one file only so, and sets for file i what it sets anew. */
 typedef enum gm_status (*snapcli_work_fn)(void *ctx, size_t i, struct gm_snapshot *snap,
                                           struct gm_error *err);
 

@@ -448,6 +448,13 @@ void gm_analysis_free(struct gm_analysis *an);
  * gm_analysis_free()), or NULL: not asked for, a device without events, or out of memory. */
 const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *dev);
 
+/* Whether drawing 'an' as the HTML report does (gm_report_html(): each device's totals and
+ * axis, its segments' history) reads the stored trace of a device whose events the load
+ * consumed without keeping them (gm_snapshot.events_consumed): true when such a device's
+ * analysis lacks them (not asked for, out of memory), and its caller loads the file again with
+ * its events.  False when the snapshot kept them. */
+bool gm_analysis_reads_trace(const struct gm_analysis *an);
+
 /* The device with CUDA index 'index', or NULL. Borrowed. */
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,
                                                              int32_t index);

@@ -288,6 +288,13 @@ size_t gm_snapshot_events_read(const struct gm_snapshot_device *dev, size_t firs
 bool gm_snapshot_event_at(const struct gm_snapshot_device *dev, size_t k,
                           struct gm_snapshot_event *out);
 
+/* Event 'k' of 'dev' into *out as gm_snapshot_event_at() reads it, or, in a snapshot loaded
+ * with its events consumed (gm_snapshot.events_consumed), from those the load kept aside:
+ * the trace's first and last event and its out-of-memory events.  False when k >= n_events
+ * or event k is not kept. */
+bool gm_snapshot_event_kept(const struct gm_snapshot_device *dev, size_t k,
+                            struct gm_snapshot_event *out);
+
 /* Bytes the packed trace of 'dev' occupies (0 for a plain array or no trace). */
 size_t gm_snapshot_packed_bytes(const struct gm_snapshot_device *dev);
 
@@ -378,6 +385,11 @@ struct gm_snapshot {
     uint64_t n_flat_batches;
     bool events_dropped; /* loaded with gm_snapshot_opts.drop_events or timeline_only (and
                           * kept no event): no cursor reads any */
+    /* Loaded with gm_snapshot_opts.consume_events, the load's consumers having done on each
+     * device trace all that its analysis reads of the events: no cursor reads any device's
+     * events (the host trace is kept), gm_snapshot_event_kept() reads the few the load kept
+     * aside, and the analyses answer from what the consumers kept. */
+    bool events_consumed;
 
     /* Pinned host memory (torch's CachingHostAllocator: host_segments / host_traces, written
      * with _record_memory_history(record_host=True)), kept apart from the devices: no
@@ -431,6 +443,19 @@ struct gm_snapshot_opts {
      * pass: gm_analysis_first_pass_consumer()), kept with the snapshot for that work to take up;
      * NULL: none.  Never changes what the snapshot holds or any result. */
     const struct gm_snapshot_consumer *consumer;
+    /* With 'consumer': keep no device trace's events when the consumer and the timeline's
+     * fold follow each trace whole while the file is read and the consumer needs nothing of
+     * the stored trace afterwards; the load keeps aside each trace's first and last event and
+     * its out-of-memory events (gm_snapshot_event_kept()) and sets gm_snapshot.events_consumed.
+     * When a trace is not followed whole (a batch too long, memory) or the consumer needs the
+     * trace (gm_analysis_first_pass_consumer(): times that go back, annotations, per-event
+     * notes), the input is read again with its events, as without this option.  A caller
+     * whose later work on such a snapshot needs the events after all (gm_analysis_run()
+     * failing on it, gm_analysis_reads_trace()) loads the file again without the option: the
+     * results are then those of a load that kept them.  Ignored with drop_events,
+     * timeline_only or a memory_limit (a limit fails the same loads with it or without); over
+     * the default limit the input is read again with its events, whose failure is told. */
+    bool consume_events;
 };
 
 /* Load the snapshot pickle at 'path' (mapped, not copied; a gzip'd file is inflated into

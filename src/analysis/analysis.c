@@ -185,6 +185,15 @@ static enum gm_status over_limit(struct work *w, struct gm_error *err)
     return gm_budget_fail(err, what, UINT64_MAX, w->snap->memory_limit);
 }
 
+enum gm_status ana_events_missing(const struct gm_snapshot_device *sd, struct gm_error *err)
+{
+    return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                   "analysis: device %d: its events were consumed while loading "
+                   "(gm_snapshot_opts.consume_events), and this analysis reads them: load the "
+                   "file again keeping them",
+                   (int)sd->index);
+}
+
 /* ---------------------------------------------------------------- allocations */
 
 /* The size analysis.h promises: one of these per allocation is most of what an analysis
@@ -295,6 +304,29 @@ static int64_t time_at(const struct ana_times *tm, int64_t j)
     for (int64_t i = (int64_t)(((size_t)j >> TB_SHIFT) << TB_SHIFT) + 1; i <= j; i++)
         t += (int64_t)step_us(tm->dt, tm->dt_wide, i, &wi);
     return t;
+}
+
+void ana_time_cursor_init(struct ana_time_cursor *c, const struct ana_times *tm)
+{
+    c->tm = tm;
+    c->k = -1;
+    c->t = 0;
+    c->wi = 0;
+}
+
+int64_t ana_time_cursor_at(struct ana_time_cursor *c, int64_t k)
+{
+    const struct ana_times *tm = c->tm;
+    if (k < c->k || c->k < 0 || (k >> TB_SHIFT) > (c->k >> TB_SHIFT)) {
+        /* from the block of k, as time_at() */
+        const struct ana_time_block *b = &tm->blocks[(size_t)k >> TB_SHIFT];
+        c->k = (int64_t)(((size_t)k >> TB_SHIFT) << TB_SHIFT);
+        c->t = b->time_us;
+        c->wi = b->n_wide;
+    }
+    for (; c->k < k; c->k++)
+        c->t += (int64_t)step_us(tm->dt, tm->dt_wide, c->k + 1, &c->wi);
+    return c->t;
 }
 
 /* From event k (its time *t, *wi the wide steps up to it), forward to the event before
@@ -706,8 +738,35 @@ static void pass_release(void *state)
     gm_free(s);
 }
 
+/* Whether the scan's times are kept to its end (what scan_times_end() would leave). */
+static bool scan_times_kept(const struct scan *s)
+{
+    return s->tm.dt && !(s->n && s->last_t < s->tm.blocks[(s->n - 1) >> TB_SHIFT].time_us);
+}
+
+/* After a load that kept no events (gm_snapshot_opts.consume_events): whether the analysis of
+ * device d (the whole one, a report's included) reads its stored trace all the same, so that
+ * the load reads the file again with them.  It does when the scan did not see every event
+ * (scan_taken() refuses it); when some events have a time but the times are not kept to the
+ * end (the series reads them from the trace: build_series(); the step ranges, the user's
+ * phases and the rules by annotation read them: scan_taken(), ana_user_phases(),
+ * ana_rules_device()); and when events carry notes (the groups alive at the peak read them,
+ * peaks.c).  What scan_taken() checks against the memory limit cannot be told here: an
+ * analysis that would read the trace fails on such a snapshot (ana_events_missing()), and its
+ * caller loads again. */
+static bool pass_needs_trace(const void *state, const struct gm_snapshot *snap,
+                             const struct gm_snapshot_device *d)
+{
+    const struct scan *s = state;
+    if (s->abandoned || s->stop != SCAN_OK || s->n != d->n_events)
+        return true;
+    if (s->n_timed && (s->n_timed != s->n || !scan_times_kept(s)))
+        return true;
+    return snap_has_event_notes(snap);
+}
+
 static const struct snap_consumer_ops pass_ops = {pass_open, pass_events, pass_abandon,
-                                                  pass_release};
+                                                  pass_release, pass_needs_trace};
 
 static const struct gm_snapshot_consumer first_pass = {&pass_ops, NULL};
 
@@ -857,6 +916,9 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         scan_phases(&s, &rule, w->phase);
         if (w->diff_only)
             scan_drop_times(&s);
+    } else if (!snap_events_stored(sd)) {
+        st = ana_events_missing(sd, err);
+        goto out;
     } else {
         struct gm_snapshot_cursor c;
         const struct gm_snapshot_event *e;
@@ -1653,6 +1715,10 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     }
     gm_lod_axis_init_counted(&ax, sd, w->n_timed);
     read_trace = w->n_timed && !(w->tm.dt && ax.time);
+    if (read_trace && !snap_events_stored(sd)) {
+        gm_free(slots);
+        return ana_events_missing(sd, err);
+    }
     memset(known, 0, sizeof(known));
     known[0].time_us = known[1].time_us = ax.t0_us;
     known[0].flags = known[1].flags = w->n_timed ? GM_EVENT_HAS_TIME : 0;
@@ -2489,7 +2555,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
             nf = r;
         w.next_fwd[r] = nf;
     }
-    if ((st = ana_rules_device(cls->rules, sd, err)) != GM_OK)
+    if ((st = ana_rules_device(cls->rules, sd, w.tm.dt ? &w.tm : NULL, err)) != GM_OK)
         goto out;
     for (size_t i = 0, run = 0, iv = 0; i < dev->n_allocs; i++) {
         int64_t k = dev->allocs[i].alloc_event;
@@ -2512,7 +2578,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         st = GM_OK;
         goto out;
     }
-    if ((st = ana_user_phases(snap, sd, w.arena, dev, err)) != GM_OK)
+    if ((st = ana_user_phases(snap, sd, w.tm.dt ? &w.tm : NULL, w.arena, dev, err)) != GM_OK)
         goto out;
     /* the totals asked for, from the series' pass (none when out of memory: the report
      * walks the trace for them) */
@@ -2710,6 +2776,23 @@ void gm_analysis_free(struct gm_analysis *an)
 const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *dev)
 {
     return dev && dev->priv_ ? dev->priv_->totals : NULL;
+}
+
+bool gm_analysis_reads_trace(const struct gm_analysis *an)
+{
+    const struct gm_snapshot *snap = an->snap;
+    for (size_t d = 0; d < snap->n_devices; d++) {
+        const struct gm_snapshot_device *sd = &snap->devices[d];
+        const struct gm_analysis_device *ad = gm_analysis_device_by_index(an, sd->index);
+        const struct gm_lod_totals *lt = gm_analysis_totals(ad);
+        if (snap_events_stored(sd))
+            continue;
+        /* the axis reads an event's time unless it keeps every x (html_device.c) */
+        if (!lt || (lt->axis.time && !gm_lod_axis_keeps_x(&lt->axis)) ||
+            !gm_analysis_layout_history(ad))
+            return true;
+    }
+    return false;
 }
 
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,

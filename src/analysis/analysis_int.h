@@ -44,6 +44,20 @@ struct ana_rules_step {
     uint64_t mask;   /* ... these annotation rules match (while building: the range's) */
     int delta;       /* while building: +1 a range opens, -1 it closes */
 };
+/* The times of a device's events as the analysis's scan keeps them (struct ana_times,
+ * analysis.c: every event has one and they never go back), read without the trace by a cursor
+ * that moves forward (a step back starts again from the kept block of the event asked). */
+struct ana_times;
+struct ana_time_cursor {
+    const struct ana_times *tm;
+    int64_t k; /* the event whose time is t (-1: none yet) */
+    int64_t t; /* microseconds */
+    size_t wi; /* the wide steps read up to event k */
+};
+void ana_time_cursor_init(struct ana_time_cursor *c, const struct ana_times *tm);
+/* The time_us of event k (0 <= k < the events). */
+int64_t ana_time_cursor_at(struct ana_time_cursor *c, int64_t k);
+
 struct ana_rules {
     const struct gm_category_rules *rules; /* NULL: none */
     const struct gm_snapshot *snap;
@@ -58,6 +72,9 @@ struct ana_rules {
     struct gm_snapshot_cursor cursor; /* at the last allocation's event */
     struct gm_snapshot_event event;
     bool have_event;
+    /* the times the scan kept (NULL: none, the events' times are read from the trace) */
+    bool use_times;
+    struct ana_time_cursor times;
 };
 
 /* Prepare the rules (none when 'rules' is NULL or empty) for 'snap'. */
@@ -71,9 +88,11 @@ enum gm_status ana_rules_yaml(const char *text, size_t len, json_t **out, struct
 
 enum gm_status ana_rules_keep(struct gm_analysis *an, struct gm_arena *arena,
                               const struct gm_category_rules *r, struct gm_error *err);
-/* Prepare the annotation rules for the device 'sd' (before its allocations are tried). */
+/* Prepare the annotation rules for the device 'sd' (before its allocations are tried); 'tm':
+ * the times of its events the scan kept, else NULL (they are read from the trace; a trace
+ * whose events were consumed: GM_ERR_INVALID, ana_events_missing()). */
 enum gm_status ana_rules_device(struct ana_rules *u, const struct gm_snapshot_device *sd,
-                                struct gm_error *err);
+                                const struct ana_times *tm, struct gm_error *err);
 /* The index of the first rule that an allocation of 'stack' at event 'alloc_event' (-1:
  * before the trace) matches, its category in *cat; -1 when none does. */
 int ana_rules_match(struct ana_rules *u, uint32_t stack, int64_t alloc_event,
@@ -172,12 +191,20 @@ bool ana_priv_keep(struct ana_priv *priv, void *p, size_t bytes);
 
 /* ---- user phases (user.c) ---- */
 
+/* GM_ERR_INVALID: the analysis would read the trace of 'sd', whose events the load consumed
+ * without keeping them (gm_snapshot.events_consumed); its caller loads the file again with
+ * them (gm_snapshot_opts.consume_events).  Every reader of a trace in the analysis asks
+ * snap_events_stored() first and fails with this, never reading an empty trace. */
+enum gm_status ana_events_missing(const struct gm_snapshot_device *sd, struct gm_error *err);
+
 /* dev->user_phases and dev->user_ranges of device 'sd' from the snapshot's gpumem.phase
- * marks, the ranges put on the events by one pass over the trace (events are in time
- * order: a range holds the events from its START to its END).  Errors: GM_ERR_NOMEM. */
+ * marks, the ranges put on the events by one pass over their times (events are in time
+ * order: a range holds the events from its START to its END): those the scan kept ('tm'),
+ * else the trace's.  Errors: GM_ERR_NOMEM; GM_ERR_INVALID (ana_events_missing()) without
+ * 'tm' on a trace whose events were consumed. */
 enum gm_status ana_user_phases(const struct gm_snapshot *snap, const struct gm_snapshot_device *sd,
-                               struct gm_arena *arena, struct gm_analysis_device *dev,
-                               struct gm_error *err);
+                               const struct ana_times *tm, struct gm_arena *arena,
+                               struct gm_analysis_device *dev, struct gm_error *err);
 
 /* The innermost user phase of event after event, read in order (k ascending from -1). */
 #define ANA_USER_OPEN 16

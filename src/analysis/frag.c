@@ -112,7 +112,7 @@ static enum gm_status compute_at(const struct gm_snapshot *snap,
             f->largest_free = p->largest_free;
     }
     f->reserved_unallocated = f->reserved > f->allocated ? f->reserved - f->allocated : 0;
-    if (k >= 0 && gm_snapshot_event_at(sd, (size_t)k, &ev) && ev.action == GM_ACTION_OOM) {
+    if (k >= 0 && gm_snapshot_event_kept(sd, (size_t)k, &ev) && ev.action == GM_ACTION_OOM) {
         f->is_oom = true;
         f->requested = ev.size;
         f->device_free = gm_snapshot_event_device_free(&ev);

@@ -50,17 +50,6 @@ static enum gm_status group_categories(const struct gm_analysis_device *dev,
     return GM_OK;
 }
 
-/* Whether any trace entry of 'snap' has a user_metadata or a forward_frames worth showing
- * beside its stack. */
-static bool has_event_notes(const struct gm_snapshot *snap)
-{
-    for (size_t i = 0; i < snap->n_extras; i++)
-        if ((snap->extras[i].user_metadata && *snap->extras[i].user_metadata) ||
-            snap->extras[i].forward_stack)
-            return true;
-    return false;
-}
-
 struct note_key {
     int64_t event; /* alloc event */
     uint32_t stack;
@@ -184,7 +173,7 @@ static enum gm_status device_peak(const struct gm_snapshot *snap, const struct g
 {
     const struct gm_analysis_device *ad = an ? gm_analysis_device_by_index(an, d->index) : NULL;
     enum gm_status st;
-    bool notes = has_event_notes(snap);
+    bool notes = snap_has_event_notes(snap);
     struct note_key *keys = NULL;
     size_t n_keys = 0;
     p->device = d->index;

@@ -375,7 +375,7 @@ static int cmp_step(const void *a, const void *b)
 }
 
 enum gm_status ana_rules_device(struct ana_rules *u, const struct gm_snapshot_device *sd,
-                                struct gm_error *err)
+                                const struct ana_times *tm, struct gm_error *err)
 {
     struct gm_snapshot_user_range *r = NULL;
     size_t n = 0, k = 0;
@@ -387,6 +387,8 @@ enum gm_status ana_rules_device(struct ana_rules *u, const struct gm_snapshot_de
     u->n_steps = 0;
     u->sd = sd;
     u->have_event = false;
+    u->use_times = tm != NULL;
+    ana_time_cursor_init(&u->times, tm);
     gm_snapshot_cursor_init(&u->cursor, sd, 0);
     if (!u->rules || !u->rules->annotation_mask)
         return GM_OK;
@@ -407,6 +409,11 @@ enum gm_status ana_rules_device(struct ana_rules *u, const struct gm_snapshot_de
             s[k++] = (struct ana_rules_step){r[i].end_us + 1, m, -1};
     }
     gm_free(r);
+    if (k && !tm && !snap_events_stored(sd)) {
+        /* annotation_mask() reads the times of allocations' events */
+        gm_free(s);
+        return ana_events_missing(sd, err);
+    }
     qsort(s, k, sizeof(*s), cmp_step);
     /* after each step, the rules that some open range matches */
     for (size_t i = 0; i < k; i++) {
@@ -428,8 +435,14 @@ enum gm_status ana_rules_device(struct ana_rules *u, const struct gm_snapshot_de
 static uint64_t annotation_mask(struct ana_rules *u, int64_t k)
 {
     const struct gm_snapshot_event *e = NULL;
+    int64_t t;
     if (k < 0 || !u->n_steps)
         return 0;
+    if (u->use_times) {
+        /* every event has a time where the scan kept them */
+        t = ana_time_cursor_at(&u->times, k);
+        goto found;
+    }
     if (u->have_event && (int64_t)u->cursor.index > k) {
         gm_snapshot_cursor_init(&u->cursor, u->sd, 0); /* allocations out of event order */
         u->have_event = false;
@@ -446,11 +459,13 @@ static uint64_t annotation_mask(struct ana_rules *u, int64_t k)
     }
     if (!(e->flags & GM_EVENT_HAS_TIME))
         return 0;
+    t = e->time_us;
+found:;
     /* the last step at or before the event's time */
     size_t lo = 0, hi = u->n_steps;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (u->steps[mid].time_us <= e->time_us)
+        if (u->steps[mid].time_us <= t)
             lo = mid + 1;
         else
             hi = mid;

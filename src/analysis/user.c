@@ -5,6 +5,7 @@
  * (its peak and the categories there, the bytes allocated inside it) are made by the
  * analysis's pass over the series (analysis.c), with ana_user_cursor. */
 #include "analysis/analysis_int.h"
+#include "snapshot/snapshot_int.h"
 
 #include "gpumem/arena.h"
 
@@ -18,9 +19,28 @@ static uint32_t phase_of(struct gm_analysis_device *dev, const char *name)
     return UINT32_MAX;
 }
 
+/* Event k (its time t) into the ranges open at it; next: the first range not opened yet. */
+static void put_event(struct gm_analysis_device *dev, const struct gm_snapshot_user_range *r,
+                      size_t n, int64_t k, int64_t t, size_t *open, size_t *n_open, size_t *next)
+{
+    while (*next < n && r[*next].start_us <= t)
+        open[(*n_open)++] = (*next)++;
+    for (size_t j = 0; j < *n_open;) {
+        struct gm_analysis_user_range *u = &dev->user_ranges[open[j]];
+        if (t > u->end_us) {
+            open[j] = open[--*n_open]; /* closed before this event */
+            continue;
+        }
+        if (u->first_event < 0)
+            u->first_event = k;
+        u->last_event = k;
+        j++;
+    }
+}
+
 enum gm_status ana_user_phases(const struct gm_snapshot *snap, const struct gm_snapshot_device *sd,
-                               struct gm_arena *arena, struct gm_analysis_device *dev,
-                               struct gm_error *err)
+                               const struct ana_times *tm, struct gm_arena *arena,
+                               struct gm_analysis_device *dev, struct gm_error *err)
 {
     struct gm_snapshot_user_range *r = NULL;
     size_t n = 0, next = 0, n_open = 0;
@@ -56,25 +76,23 @@ enum gm_status ana_user_phases(const struct gm_snapshot *snap, const struct gm_s
         u->last_event = -2;
     }
     dev->n_user_ranges = n;
-    /* one pass: the events inside each range (ranges sorted by start) */
-    gm_snapshot_cursor_init(&c, sd, 0);
-    while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
-        int64_t k = (int64_t)c.index;
-        if (!(e->flags & GM_EVENT_HAS_TIME))
-            continue;
-        while (next < n && r[next].start_us <= e->time_us)
-            open[n_open++] = next++;
-        for (size_t j = 0; j < n_open;) {
-            struct gm_analysis_user_range *u = &dev->user_ranges[open[j]];
-            if (e->time_us > u->end_us) {
-                open[j] = open[--n_open]; /* closed before this event */
-                continue;
-            }
-            if (u->first_event < 0)
-                u->first_event = k;
-            u->last_event = k;
-            j++;
-        }
+    /* one pass: the events inside each range (ranges sorted by start), by the times the scan
+     * kept (every event has one there), else by those of the trace */
+    if (tm) {
+        struct ana_time_cursor tc;
+        ana_time_cursor_init(&tc, tm);
+        for (size_t k = 0; k < sd->n_events; k++)
+            put_event(dev, r, n, (int64_t)k, ana_time_cursor_at(&tc, (int64_t)k), open, &n_open,
+                      &next);
+    } else if (!snap_events_stored(sd)) {
+        gm_free(open);
+        gm_free(r);
+        return ana_events_missing(sd, err);
+    } else {
+        gm_snapshot_cursor_init(&c, sd, 0);
+        while ((e = gm_snapshot_cursor_next(&c)) != NULL)
+            if (e->flags & GM_EVENT_HAS_TIME)
+                put_event(dev, r, n, (int64_t)c.index, e->time_us, open, &n_open, &next);
     }
     gm_free(open);
     gm_free(r);

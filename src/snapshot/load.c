@@ -301,6 +301,15 @@ static void read_input(void *ctx)
     pk_doc_release(r->doc);
 }
 
+/* Whether a load with 'opts' consumes the device traces' events (keeps none).  Not under a
+ * memory limit the caller gave: a load that holds less than one keeping the events could pass
+ * a limit that one fails, and the limit's answer is that of the load with the events. */
+static bool consumes(const struct gm_snapshot_opts *opts)
+{
+    return opts && opts->consume_events && opts->consumer && !opts->drop_events &&
+           !opts->timeline_only && !opts->memory_limit;
+}
+
 static enum gm_status load_once(const void *data, size_t len, const struct gm_snapshot_opts *opts,
                                 bool mapped, struct gm_snapshot **out, struct gm_error *err)
 {
@@ -312,6 +321,7 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
     size_t cap, held = 0;
     enum gm_status st;
     struct gm_error local;
+    bool b_consume;
 
     *out = NULL;
     if (!err) {
@@ -361,6 +371,7 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
     b->drop_events = opts && (opts->drop_events || opts->timeline_only);
     b->fold_only = opts && opts->timeline_only && !opts->drop_events;
     impl->pub.events_dropped = b->drop_events;
+    b->consume = consumes(opts);
     snap_trace_consumers_init(b, opts ? opts->consumer : NULL);
     po.drop_behind = mapped;
 
@@ -386,6 +397,7 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
                          "opened: written again meanwhile?)");
         }
     }
+    b_consume = b->consume;
     builder_release(b);
     gm_free(b);
     gm_arena_share(&impl->arena, NULL);
@@ -404,6 +416,9 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
     }
     /* what the consumers keep for after the load is the snapshot's */
     impl->pub.memory_bytes += impl->consumers.used;
+    for (size_t i = 0; b_consume && i < impl->pub.n_devices; i++)
+        if (!snap_events_stored(&impl->pub.devices[i]))
+            impl->pub.events_consumed = true;
     *out = &impl->pub;
     return GM_OK;
 }
@@ -418,10 +433,23 @@ static bool folds_suffice(const struct gm_snapshot *s)
         if ((d->n_events && !snap_fold_ready(d)) || d->n_actions[GM_ACTION_OOM])
             return false;
     }
-    for (size_t i = 0; i < s->n_extras; i++)
-        if ((s->extras[i].user_metadata && *s->extras[i].user_metadata) ||
-            s->extras[i].forward_stack)
+    return !snap_has_event_notes(s);
+}
+
+/* Whether a snapshot loaded with consume_events answers without the events it did not keep:
+ * each such trace followed whole by the timeline's fold and by the caller's consumer, which
+ * needs nothing of the stored trace after, and its events kept aside (side.c). */
+static bool consumed_suffice(const struct gm_snapshot *s)
+{
+    for (size_t i = 0; i < s->n_devices; i++) {
+        const struct gm_snapshot_device *d = &s->devices[i];
+        const struct gm_snapshot_packed *pk = d->packed;
+        if (snap_events_stored(d))
+            continue;
+        if (!pk || !pk->side || !snap_fold_ready(d) || !pk->consumed ||
+            !pk->consumed_ops->needs_trace || pk->consumed_ops->needs_trace(pk->consumed, s, d))
             return false;
+    }
     return true;
 }
 
@@ -429,14 +457,30 @@ static enum gm_status load(const void *data, size_t len, const struct gm_snapsho
                            bool mapped, struct gm_snapshot **out, struct gm_error *err)
 {
     enum gm_status st = load_once(data, len, opts, mapped, out, err);
-    if (st == GM_OK && opts && opts->timeline_only && !opts->drop_events && !folds_suffice(*out)) {
-        /* the events are needed after all: read the input again, keeping them */
-        struct gm_snapshot_opts again = *opts;
-        again.timeline_only = false;
-        gm_snapshot_free(*out);
-        st = load_once(data, len, &again, mapped, out, err);
+    struct gm_snapshot_opts again;
+    if (!opts)
+        return st;
+    if (st == GM_ERR_LIMIT && consumes(opts)) {
+        /* over the memory limit without the events: so is a load with them (it holds more),
+         * whose failure is the one to tell (where it stopped) */
+        again = *opts;
+        again.consume_events = false;
+        return load_once(data, len, &again, mapped, out, err);
     }
-    return st;
+    if (st != GM_OK)
+        return st;
+    if (opts->timeline_only && !opts->drop_events && !folds_suffice(*out)) {
+        /* the events are needed after all: read the input again, keeping them */
+        again = *opts;
+        again.timeline_only = false;
+    } else if ((*out)->events_consumed && !consumed_suffice(*out)) {
+        again = *opts;
+        again.consume_events = false;
+    } else {
+        return st;
+    }
+    gm_snapshot_free(*out);
+    return load_once(data, len, &again, mapped, out, err);
 }
 
 enum gm_status gm_snapshot_load_mem(const void *data, size_t len,

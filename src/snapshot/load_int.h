@@ -245,6 +245,7 @@ struct stream {
     size_t cap_prov_ev;
     size_t room_end;                    /* w takes events up to this count without growing */
     void *consumer[SNAP_MAX_CONSUMERS]; /* per builder.consumers[]: its state, or NULL */
+    struct snap_side side;              /* consume_events: the events kept aside (side.c) */
     bool taken;                         /* its events moved to the snapshot (build()) */
 };
 
@@ -291,6 +292,8 @@ struct builder {
     size_t n_consumers;
     bool drop_events; /* gm_snapshot_opts.drop_events, or timeline_only: keep no event */
     bool fold_only;   /* timeline_only (without drop_events): the device traces are folded */
+    bool consume;     /* consume_events (with a consumer, neither of the above): the device
+                         traces' events go to the consumers, a few kept aside, none stored */
     bool limit_given; /* the memory limit is the caller's, not the default */
     /* generation evidence */
     bool any_history, any_block_frames, any_seg_g2, any_time, any_compile_ctx, any_user_meta,

@@ -24,7 +24,7 @@ void gm_lod_axis_init_counted(struct gm_lod_axis *a, const struct gm_snapshot_de
     a->dev = dev;
     a->n_events = dev->n_events;
     a->time = dev->n_events > 0 && n_timed == dev->n_events;
-    if (a->time && gm_snapshot_event_at(dev, 0, &e))
+    if (a->time && gm_snapshot_event_kept(dev, 0, &e))
         a->t0_us = e.time_us;
     else
         a->time = false;
@@ -69,7 +69,7 @@ double gm_lod_axis_x(const struct gm_lod_axis *a, int64_t k)
         k = (int64_t)a->n_events - 1;
     if (gm_lod_axis_keeps_x(a))
         return gm_lod_axis_kept_x(a, (size_t)k);
-    if (a->time && gm_snapshot_event_at(a->dev, (size_t)k, &e))
+    if (a->time && gm_snapshot_event_kept(a->dev, (size_t)k, &e))
         return gm_lod_axis_x_of_time(a, e.time_us);
     return (double)k;
 }
@@ -494,9 +494,9 @@ enum gm_status gm_lod_axis_timeline(struct gm_lod_axis *a, const struct gm_snaps
     struct gm_snapshot_event first, last;
     /* a time axis when the first and the last event have a time and the walk finds no
      * event without */
-    if (dev->n_events > 0 && gm_snapshot_event_at(dev, 0, &first) &&
-        (first.flags & GM_EVENT_HAS_TIME) && gm_snapshot_event_at(dev, dev->n_events - 1, &last) &&
-        (last.flags & GM_EVENT_HAS_TIME)) {
+    if (dev->n_events > 0 && gm_snapshot_event_kept(dev, 0, &first) &&
+        (first.flags & GM_EVENT_HAS_TIME) &&
+        gm_snapshot_event_kept(dev, dev->n_events - 1, &last) && (last.flags & GM_EVENT_HAS_TIME)) {
         bool timed = false;
         enum gm_status st = timed_walk(a, snap, dev, tl, n, alloc, res, &timed, err);
         if (st != GM_OK || timed)

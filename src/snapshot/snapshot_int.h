@@ -6,6 +6,7 @@
 #include "base/hint.h"
 #include "base/map.h"
 
+#include "gpumem/arena.h"
 #include "gpumem/snapshot.h"
 
 #include <stdbool.h>
@@ -97,6 +98,11 @@ struct snap_consumer_ops {
     void (*abandon)(void *state);
     /* Release the state (with its snapshot, unless taken before: snap_consumed_take()). */
     void (*release)(void *state);
+    /* After a load with gm_snapshot_opts.consume_events, which kept no events: whether the
+     * owner of 'state' (which followed device 'd''s trace whole) will read the stored trace
+     * after all, so that the input is read again with its events.  NULL: it will. */
+    bool (*needs_trace)(const void *state, const struct gm_snapshot *snap,
+                        const struct gm_snapshot_device *d);
 };
 
 /* What gm_snapshot_opts.consumer points to. */
@@ -173,6 +179,42 @@ struct ev_checkpoint {
     struct ev_state st;
 };
 
+/* ---- the events a load that keeps none keeps aside (side.c) ----
+ * A load with gm_snapshot_opts.consume_events keeps of each device trace only the events that
+ * readers after the load ask for one by one: the first and the last (the axis of the series,
+ * the report's) and the out-of-memory events (fragmentation at each, the first oom).  The
+ * loader gathers them as it commits each batch (snap_side_add()), the one place they are
+ * chosen; gm_snapshot_event_kept() reads them. */
+struct snap_side_event {
+    size_t k; /* its index in the trace */
+    struct gm_snapshot_event e;
+};
+struct snap_side {
+    struct snap_side_event *kept; /* ascending k: the first, the ooms, the last (once each) */
+    size_t n_kept, cap_kept;
+    size_t n_events; /* events seen */
+    struct gm_snapshot_event last;
+    bool broken; /* a batch was written out before its end, more than
+                  * SNAP_SIDE_MAX events to keep, or memory ran out: the trace is
+                  * kept instead */
+    /* what kept[] holds, drawn on the load's budget of its consumers (.shared) */
+    struct gm_budget budget;
+};
+/* The most events a trace keeps aside (a file of more out-of-memory events keeps its trace). */
+#define SNAP_SIDE_MAX 4096
+/* Batch ev[0..n) of the trace, committed after side->n_events earlier events; 'ooms': it holds
+ * out-of-memory events (the packer counted them), else no event of it is looked at but the
+ * first of the trace and the last. */
+bool snap_side_add(struct snap_side *side, const struct gm_snapshot_event *ev, size_t n, bool ooms);
+/* The records of 'side' (all its events seen) into 'arena' as pk->side; false when out of
+ * memory. */
+bool snap_side_finish(struct snap_side *side, struct gm_arena *arena,
+                      struct gm_snapshot_packed *pk);
+void snap_side_release(struct snap_side *side);
+/* The first event of action 'a' that 'd' keeps aside (its index in *k); false when none is. */
+bool snap_side_first(const struct gm_snapshot_device *d, uint8_t a, size_t *k,
+                     struct gm_snapshot_event *out);
+
 struct gm_snapshot_packed {
     uint8_t *bytes;
     size_t n_bytes;
@@ -184,7 +226,29 @@ struct gm_snapshot_packed {
     void *consumed;
     const struct snap_consumer_ops *consumed_ops;
     uint64_t moved; /* bytes of the consumed state, once taken (snap_memory_moved()) */
+    /* the events kept aside when the load kept no bytes (events consumed), or NULL; in the
+     * snapshot's arena */
+    const struct snap_side_event *side;
+    size_t n_side;
 };
+
+/* Whether any trace entry of 'snap' has a user_metadata or a forward_frames worth showing beside
+ * its stack (the groups alive at a peak read them from the events). */
+static inline bool snap_has_event_notes(const struct gm_snapshot *snap)
+{
+    for (size_t i = 0; i < snap->n_extras; i++)
+        if ((snap->extras[i].user_metadata && *snap->extras[i].user_metadata) ||
+            snap->extras[i].forward_stack)
+            return true;
+    return false;
+}
+
+/* Whether the events of 'd' are there to read (a trace with none counts as read): false for
+ * a loaded trace whose events were consumed or dropped. */
+static inline bool snap_events_stored(const struct gm_snapshot_device *d)
+{
+    return !d->n_events || d->events || (d->packed && d->packed->bytes);
+}
 
 /* Packs the events of one trace as they are made (a growing gm_big array). */
 struct ev_writer {

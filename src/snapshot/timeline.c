@@ -539,7 +539,7 @@ static void fold_release(void *state)
 }
 
 const struct snap_consumer_ops snap_fold_consumer = {fold_open, fold_events, fold_abandon,
-                                                     fold_release};
+                                                     fold_release, NULL};
 
 /* One allocation alive at the peak into the fold's live list. */
 static bool fold_live(struct snap_fold *f, const struct gm_snapshot *snap, const struct pend *p)
@@ -993,18 +993,26 @@ bool gm_snapshot_first_oom(const struct gm_snapshot *snap, const struct gm_snaps
 {
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e;
+    struct gm_snapshot_event kept;
     if (!dev->n_actions[GM_ACTION_OOM] && dev->packed)
         return false; /* the loader counted none */
     if (snap->events_dropped)
         return false;
-    gm_snapshot_cursor_init(&c, dev, 0);
-    while ((e = gm_snapshot_cursor_next(&c)) != NULL)
-        if (e->action == GM_ACTION_OOM) {
-            out->event = c.index;
-            out->requested = e->size;
-            out->device_free = gm_snapshot_event_device_free(e);
-            out->stream = gm_snapshot_event_stream(snap, e);
-            return true;
-        }
-    return false;
+    if (!snap_events_stored(dev)) {
+        /* consumed while loading: the ooms were kept aside */
+        if (!snap_side_first(dev, GM_ACTION_OOM, &c.index, &kept))
+            return false;
+        e = &kept;
+    } else {
+        gm_snapshot_cursor_init(&c, dev, 0);
+        while ((e = gm_snapshot_cursor_next(&c)) != NULL && e->action != GM_ACTION_OOM)
+            ;
+        if (!e)
+            return false;
+    }
+    out->event = c.index;
+    out->requested = e->size;
+    out->device_free = gm_snapshot_event_device_free(e);
+    out->stream = gm_snapshot_event_stream(snap, e);
+    return true;
 }

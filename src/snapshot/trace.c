@@ -420,7 +420,9 @@ static struct stream *stream_of(struct builder *b, uint32_t index)
     if (!*sp && (*sp = gm_calloc(1, sizeof(**sp))) != NULL) {
         struct stream *str = *sp;
         snap_ev_writer_init(&str->w);
-        str->w.count_only = b->drop_events;
+        /* consume_events: the consumers take the events, a few are kept aside (side.c) */
+        str->w.count_only = b->drop_events || b->consume;
+        str->side.budget.shared = &b->impl->consumers;
         /* a consumer that cannot be made (out of memory) leaves its work to the stored trace */
         for (size_t i = 0; i < b->n_consumers; i++)
             str->consumer[i] = b->consumers[i].ops->open(b->consumers[i].ctx, index,
@@ -455,6 +457,7 @@ static enum gm_status on_record(void *ctx, uint32_t index, const struct pk_recor
         write_buffered(str);
         str->flushed += str->prov;
         str->prov = 0;
+        str->side.broken = true; /* (the consumers give up below: the trace is kept instead) */
         for (size_t i = 0; i < b->n_consumers; i++) {
             if (str->consumer[i])
                 b->consumers[i].ops->abandon(str->consumer[i]);
@@ -494,10 +497,14 @@ static void on_batch_end(void *ctx, uint32_t index, bool commit)
     if (!str)
         return; /* no record got this far */
     if (commit) {
+        uint64_t ooms = str->w.n_actions[GM_ACTION_OOM];
         write_buffered(str);
         for (size_t i = 0; i < b->n_consumers; i++)
             if (str->consumer[i])
                 b->consumers[i].ops->events(str->consumer[i], str->prov_ev, str->prov);
+        if (b->consume)
+            (void)snap_side_add(&str->side, str->prov_ev, str->prov,
+                                str->w.n_actions[GM_ACTION_OOM] != ooms);
         str->unknown += str->prov_unknown;
         snap_ev_sums_merge(&str->sums, &str->prov_sums);
     } else if (str->flushed) {
@@ -522,6 +529,7 @@ void snap_trace_reader_release(struct trace_reader *tr)
         if (tr->streams[i]) {
             snap_ev_writer_release(&tr->streams[i]->w);
             gm_free(tr->streams[i]->prov_ev);
+            snap_side_release(&tr->streams[i]->side);
             gm_free(tr->streams[i]);
             tr->streams[i] = NULL;
         }
@@ -550,6 +558,9 @@ enum gm_status snap_read_trace(struct builder *b, int32_t i, pk_val v, struct ev
         *w = str->w;
         snap_ev_writer_init(&str->w);
         str->taken = true;
+        /* no side records (out of memory, a long batch): the load reads the input again */
+        if (b->consume && w->pk.n_events)
+            (void)snap_side_finish(&str->side, b->arena, &w->pk);
         *unknown = str->unknown;
         *sums = str->sums;
         return GM_OK;

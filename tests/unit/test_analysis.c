@@ -2004,6 +2004,331 @@ static enum gm_status doc_of(const struct gm_analysis *an, enum gm_analysis_doc_
     return st;
 }
 
+/* ---- a load that keeps no events (gm_snapshot_opts.consume_events) ---- */
+
+enum ooms_times {
+    OOMS_FORWARD, /* every 10 us */
+    OOMS_BACK,    /* the same, 5 ms back at event 300 */
+    OOMS_NONE,    /* no time_us */
+};
+
+/* A trace of 'n' allocations on one stream, each freed 3 events later, with oom events at
+ * events 100 and 400 (and 'n' large enough to hold them), its times as 'tk' says; annotations:
+ * an Optimizer.step# range and a gpumem.phase range over parts of it. */
+static void write_ooms_trace(char **buf, size_t *len, size_t n, enum ooms_times tk)
+{
+    static const struct {
+        const char *name, *stage;
+        int64_t time_us;
+    } marks[] = {{"gpumem.phase:warmup", "START", 1500},
+                 {"Optimizer.step#SGD.step", "START", 2000},
+                 {"Optimizer.step#SGD.step", "END", 4000},
+                 {"gpumem.phase:warmup", "END", 6000}};
+    bool back = tk == OOMS_BACK;
+    struct gm_pickle_writer *w;
+    struct gm_error err;
+    FILE *f = open_memstream(buf, len);
+    size_t k = 0;
+    assert_non_null(f);
+    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
+    gm_pickle_dict_begin(w, 3);
+    gm_pickle_str(w, "segments");
+    gm_pickle_list_begin(w, 0);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "device_traces");
+    gm_pickle_list_begin(w, 1);
+    gm_pickle_list_begin(w, 2 * n + 2);
+    for (size_t i = 0; i < 2 * n + 2; i++, k++) {
+        bool oom = k == 100 || k == 400;
+        size_t a = i < 3 ? i : (i - 3) / 2; /* alloc a, then free a - 3 ... */
+        const char *action = oom ? "oom" : i < 3 || i % 2 ? "alloc" : "free_completed";
+        int64_t t = 1000 + 10 * (int64_t)k - (back && k >= 300 ? 5000 : 0);
+        if (!oom && !(i < 3 || i % 2))
+            a = a > 0 ? a - 1 : 0;
+        gm_pickle_dict_begin(w, tk == OOMS_NONE ? 5 : 6);
+        gm_pickle_str(w, "action");
+        gm_pickle_str(w, action);
+        gm_pickle_str(w, oom ? "device_free" : "addr");
+        gm_pickle_uint(w, oom ? 1u << 20 : 0x7f0000000000u + 4096u * (uint64_t)a);
+        gm_pickle_str(w, "size");
+        gm_pickle_uint(w, oom ? 1u << 30 : 512u + (uint64_t)(a % 97));
+        gm_pickle_str(w, "stream");
+        gm_pickle_uint(w, 0);
+        if (tk != OOMS_NONE) {
+            gm_pickle_str(w, "time_us");
+            gm_pickle_int(w, t);
+        }
+        gm_pickle_str(w, "frames");
+        gm_pickle_list_begin(w, 1);
+        gm_pickle_dict_begin(w, 3);
+        gm_pickle_str(w, "filename");
+        gm_pickle_str(w, "train.py");
+        gm_pickle_str(w, "line");
+        gm_pickle_int(w, 10 + (int64_t)(a % 5));
+        gm_pickle_str(w, "name");
+        gm_pickle_str(w, "forward");
+        gm_pickle_dict_end(w);
+        gm_pickle_list_end(w);
+        gm_pickle_dict_end(w);
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "external_annotations");
+    gm_pickle_list_begin(w, sizeof(marks) / sizeof(marks[0]));
+    for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+        gm_pickle_dict_begin(w, 4);
+        gm_pickle_str(w, "device");
+        gm_pickle_int(w, 0);
+        gm_pickle_str(w, "name");
+        gm_pickle_str(w, marks[i].name);
+        gm_pickle_str(w, "stage");
+        gm_pickle_str(w, marks[i].stage);
+        gm_pickle_str(w, "time_us");
+        gm_pickle_int(w, marks[i].time_us);
+        gm_pickle_dict_end(w);
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+}
+
+static struct gm_snapshot *load_with_consumer(const char *buf, size_t len, bool consume)
+{
+    struct gm_snapshot_opts o = {0};
+    struct gm_snapshot *snap = NULL;
+    struct gm_error err;
+    o.consumer = gm_analysis_first_pass_consumer();
+    o.consume_events = consume;
+    assert_int_equal(gm_snapshot_load_mem(buf, len, &o, &snap, &err), GM_OK);
+    return snap;
+}
+
+/* The HTML report of 'an' (NULL: none) into a string (free()). */
+static char *report_of(const struct gm_snapshot *snap, const struct gm_analysis *an)
+{
+    char *out = NULL;
+    size_t len;
+    struct gm_report_opts ro;
+    struct gm_error err;
+    FILE *f = open_memstream(&out, &len);
+    memset(&ro, 0, sizeof(ro));
+    assert_non_null(f);
+    assert_int_equal(gm_report_html(f, snap, an, &ro, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+    return out;
+}
+
+/* The pickle buf[0..len) loaded keeping its events and loaded consuming them: the second keeps
+ * none ('consumed') or reads the file again with them; either way the events it keeps aside
+ * are those of the trace (its first, its last, each oom, and no other) and the analyses, their
+ * documents and the report are the same bytes. */
+static void consumed_load_agrees(const char *buf, size_t len, const struct gm_category_rules *rules,
+                                 bool consumed)
+{
+    struct gm_snapshot *s[2] = {load_with_consumer(buf, len, false),
+                                load_with_consumer(buf, len, true)};
+    struct gm_analysis *an[2];
+    struct gm_analysis_opts ao = {.totals = true, .rules = rules};
+    struct gm_error err;
+    static const enum gm_analysis_doc_kind kinds[] = {GM_DOC_CATEGORIES, GM_DOC_LEAKS, GM_DOC_OOM};
+    assert_false(s[0]->events_consumed);
+    assert_int_equal(s[1]->events_consumed, consumed);
+    assert_int_equal(s[0]->n_events, s[1]->n_events);
+    for (size_t d = 0; d < s[0]->n_devices; d++) {
+        const struct gm_snapshot_device *full = &s[0]->devices[d], *kept = &s[1]->devices[d];
+        struct gm_snapshot_cursor c;
+        const struct gm_snapshot_event *e;
+        struct gm_snapshot_oom o[2];
+        bool has[2];
+        gm_snapshot_cursor_init(&c, kept, 0);
+        if (consumed && kept->n_events)
+            assert_null(gm_snapshot_cursor_next(&c)); /* no event stored */
+        gm_snapshot_cursor_init(&c, full, 0);
+        while ((e = gm_snapshot_cursor_next(&c)) != NULL) {
+            struct gm_snapshot_event x;
+            bool aside =
+                c.index == 0 || c.index + 1 == full->n_events || e->action == GM_ACTION_OOM;
+            bool got = gm_snapshot_event_kept(kept, c.index, &x);
+            assert_int_equal(got, !consumed || aside);
+            if (got)
+                assert_true(x.addr == e->addr && x.size == e->size && x.time_us == e->time_us &&
+                            x.stack == e->stack && x.extra == e->extra && x.action == e->action &&
+                            x.flags == e->flags);
+        }
+        for (int i = 0; i < 2; i++)
+            has[i] = gm_snapshot_first_oom(s[i], &s[i]->devices[d], &o[i]);
+        assert_int_equal(has[0], has[1]);
+        if (has[0])
+            assert_true(o[0].event == o[1].event && o[0].requested == o[1].requested &&
+                        o[0].device_free == o[1].device_free && o[0].stream == o[1].stream);
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(gm_analysis_run(s[i], &ao, &an[i], &err), GM_OK);
+    assert_false(gm_analysis_reads_trace(an[1]));
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        char *doc[2];
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(doc_of(an[i], kinds[k], kinds[k] != GM_DOC_LEAKS, &doc[i]), GM_OK);
+        assert_string_equal(doc[0], doc[1]);
+        free(doc[0]);
+        free(doc[1]);
+    }
+    {
+        char *page[2] = {report_of(s[0], an[0]), report_of(s[1], an[1])};
+        assert_string_equal(page[0], page[1]);
+        free(page[0]);
+        free(page[1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        gm_analysis_free(an[i]);
+        gm_snapshot_free(s[i]);
+    }
+    if (!rules) {
+        /* the analysis for a diff (without rules, as `snapshot diff` loads it) and the diff of
+         * each snapshot with itself: the same document */
+        char *doc[2];
+        for (int i = 0; i < 2; i++) {
+            struct gm_analysis_diff *df;
+            struct gm_analysis_doc_file files[2];
+            struct gm_analysis_doc dd;
+            size_t dlen;
+            FILE *f = open_memstream(&doc[i], &dlen);
+            s[i] = load_with_consumer(buf, len, i == 1);
+            assert_int_equal(gm_analysis_diff_prepare(s[i], NULL, &an[i], &err), GM_OK);
+            assert_int_equal(gm_analysis_diff(an[i], an[i], &df, &err), GM_OK);
+            files[0] = (struct gm_analysis_doc_file){.path = "a.pickle", .an = an[i]};
+            files[1] = (struct gm_analysis_doc_file){.path = "b.pickle", .an = an[i]};
+            memset(&dd, 0, sizeof(dd));
+            dd.kind = GM_DOC_DIFF;
+            dd.files = files;
+            dd.n_files = 2;
+            dd.diff = df;
+            assert_non_null(f);
+            assert_int_equal(gm_analysis_json(f, &dd, &err), GM_OK);
+            assert_int_equal(fclose(f), 0);
+            gm_analysis_diff_free(df);
+            gm_analysis_free(an[i]);
+            gm_snapshot_free(s[i]);
+        }
+        assert_string_equal(doc[0], doc[1]);
+        free(doc[0]);
+        free(doc[1]);
+    }
+}
+
+static const char annotation_rules[] =
+    "{\"rules\": [{\"category\": \"activation\", \"function\": \"^cross_entropy$\"},"
+    " {\"category\": \"input\", \"annotation\": \"^Optimizer\\\\.step#\"}]}";
+
+/* consume_events keeps no event where the consumers answer: the example job with and without
+ * its phases, and a trace with oom events (fragmentation at each from the events kept aside),
+ * with and without category rules by annotation (the Optimizer.step# ranges, the user's
+ * phases and the rules applied by the times the scan kept); and reads the file again with its
+ * events where the analysis would read them: times that go back. */
+static void test_consumed_load_answers_as_one_that_keeps_the_events(void **state)
+{
+    struct gm_category_rules *rules;
+    struct gm_error err;
+    char *buf;
+    size_t len;
+    (void)state;
+    assert_int_equal(
+        gm_category_rules_parse(annotation_rules, strlen(annotation_rules), &rules, &err), GM_OK);
+    for (int phases = 0; phases < 2; phases++) {
+        struct gm_snapshot *snap = load_example(phases, &buf, &len);
+        gm_snapshot_free(snap);
+        consumed_load_agrees(buf, len, NULL, true);
+        consumed_load_agrees(buf, len, rules, true);
+        free(buf);
+    }
+    for (int back = 0; back < 2; back++) {
+        struct gm_snapshot *snap;
+        write_ooms_trace(&buf, &len, 600, back ? OOMS_BACK : OOMS_FORWARD);
+        snap = load_with_consumer(buf, len, true);
+        assert_int_equal(snap->devices[0].n_actions[GM_ACTION_OOM], 2);
+        assert_int_equal(snap->n_annotations, 4);
+        gm_snapshot_free(snap);
+        consumed_load_agrees(buf, len, NULL, !back);
+        consumed_load_agrees(buf, len, rules, !back);
+        free(buf);
+    }
+    gm_category_rules_free(rules);
+}
+
+/* Under every memory limit the caller gives, from 64 KiB up to what the load needs, a load
+ * asked to consume the events keeps them (holding less, it would pass limits that a load with
+ * the events fails): it fails where one that keeps them fails, with the same error, and
+ * succeeds where it does. */
+static void test_consumed_load_under_memory_limits(void **state)
+{
+    char *buf;
+    size_t len;
+    uint64_t ok_from = 0;
+    (void)state;
+    write_ooms_trace(&buf, &len, 600, OOMS_FORWARD);
+    for (uint64_t limit = 64 << 10; !ok_from; limit += 16 << 10) {
+        struct gm_snapshot_opts o = {0};
+        struct gm_snapshot *s[2] = {NULL, NULL};
+        struct gm_error err[2];
+        enum gm_status st[2];
+        o.consumer = gm_analysis_first_pass_consumer();
+        o.memory_limit = limit;
+        for (int i = 0; i < 2; i++) {
+            o.consume_events = i == 1;
+            st[i] = gm_snapshot_load_mem(buf, len, &o, &s[i], &err[i]);
+        }
+        assert_int_equal(st[0], st[1]);
+        if (st[0] != GM_OK) {
+            assert_string_equal(err[0].msg, err[1].msg);
+            assert_true(err[0].offset == err[1].offset);
+        } else {
+            ok_from = limit;
+            assert_false(s[1]->events_consumed);
+        }
+        gm_snapshot_free(s[0]);
+        gm_snapshot_free(s[1]);
+        assert_true(limit < (64u << 20));
+    }
+    assert_true(ok_from > 64 << 10); /* some limits refused the file */
+    free(buf);
+}
+
+/* An analysis that would read a trace whose events the load consumed fails instead (its
+ * caller reads the file again with them: snapcli_load_many()): the category rules by
+ * annotation and the user's phases, on a trace whose events have no time (annotations have
+ * one), read the events for their times. */
+static void test_consumed_load_refuses_what_reads_the_trace(void **state)
+{
+    const char *rules_text = annotation_rules;
+    struct gm_category_rules *rules;
+    struct gm_analysis *an = NULL;
+    struct gm_analysis_opts ao = {0};
+    struct gm_error err;
+    struct gm_snapshot *snap;
+    char *buf;
+    size_t len;
+    (void)state;
+    assert_int_equal(gm_category_rules_parse(rules_text, strlen(rules_text), &rules, &err), GM_OK);
+    write_ooms_trace(&buf, &len, 600, OOMS_NONE);
+    for (int with_rules = 0; with_rules < 2; with_rules++) {
+        /* (without the rules, the user's phases alone) */
+        ao.rules = with_rules ? rules : NULL;
+        snap = load_with_consumer(buf, len, true);
+        assert_true(snap->events_consumed);
+        assert_int_equal(gm_analysis_run(snap, &ao, &an, &err), GM_ERR_INVALID);
+        assert_null(an);
+        assert_non_null(strstr(err.msg, "consumed"));
+        gm_snapshot_free(snap);
+        snap = load_with_consumer(buf, len, false);
+        assert_int_equal(gm_analysis_run(snap, &ao, &an, &err), GM_OK);
+        gm_analysis_free(an);
+        gm_snapshot_free(snap);
+    }
+    gm_category_rules_free(rules);
+    free(buf);
+}
+
 /* An analysis without the series holds every other figure of the whole one: its documents
  * without a series are the same bytes; one with the series, and the calls that draw it
  * (gm_analysis_require_series()), refuse it. */
@@ -2996,6 +3321,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
     cmocka_unit_test(test_axis_xs_of_many_events_equal_each_asked_alone),
     cmocka_unit_test(test_diff_analysis_of_the_example_equals_the_full_one),
+    cmocka_unit_test(test_consumed_load_answers_as_one_that_keeps_the_events),
+    cmocka_unit_test(test_consumed_load_refuses_what_reads_the_trace),
+    cmocka_unit_test(test_consumed_load_under_memory_limits),
     cmocka_unit_test(test_diff_only_analysis_is_refused_where_the_whole_is_needed),
     cmocka_unit_test(test_analysis_without_series_keeps_the_figures),
     cmocka_unit_test(test_first_pass_while_loading_equals_the_walk),

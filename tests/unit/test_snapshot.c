@@ -1408,6 +1408,123 @@ static void test_timeline_only(void **state)
     }
 }
 
+/* The events kept aside by a load that keeps none (side.c): the first and the last of the
+ * trace and each oom, in trace order and once each (an oom that is the first or the last);
+ * only the batches said to hold ooms are looked into; past SNAP_SIDE_MAX events, or after a
+ * batch written out before its end, none (the load then keeps the trace). */
+static void test_side_records(void **state)
+{
+    struct gm_snapshot_event ev[10];
+    struct gm_arena arena;
+    (void)state;
+    memset(ev, 0, sizeof(ev));
+    for (int i = 0; i < 10; i++) {
+        ev[i].action = GM_ACTION_ALLOC;
+        ev[i].addr = 0x1000 + (uint64_t)i;
+        ev[i].time_us = 100 + i;
+        ev[i].flags = GM_EVENT_HAS_TIME;
+    }
+    ev[0].action = GM_ACTION_OOM; /* the first is an oom */
+    ev[4].action = GM_ACTION_OOM;
+    ev[7].action = GM_ACTION_OOM; /* in a batch said to hold none: not looked at */
+    for (int last_oom = 0; last_oom < 2; last_oom++) {
+        struct snap_side side;
+        struct gm_snapshot_packed pk;
+        struct gm_snapshot_device d;
+        struct gm_snapshot_event x;
+        size_t k;
+        static const size_t want[] = {0, 4, 9};
+        memset(&side, 0, sizeof(side));
+        memset(&pk, 0, sizeof(pk));
+        memset(&d, 0, sizeof(d));
+        gm_arena_init(&arena, 1 << 20);
+        ev[9].action = last_oom ? GM_ACTION_OOM : GM_ACTION_ALLOC;
+        assert_true(snap_side_add(&side, ev, 6, true));         /* events 0..5 */
+        assert_true(snap_side_add(&side, ev + 6, 3, false));    /* 6..8 */
+        assert_true(snap_side_add(&side, ev + 9, 1, last_oom)); /* 9 */
+        assert_true(snap_side_finish(&side, &arena, &pk));
+        assert_int_equal(pk.n_side, 3);
+        for (size_t i = 0; i < 3; i++) {
+            assert_int_equal(pk.side[i].k, want[i]);
+            assert_true(pk.side[i].e.addr == ev[want[i]].addr);
+        }
+        d.n_events = 10;
+        d.packed = &pk;
+        for (size_t i = 0; i < 10; i++) {
+            bool aside = i == 0 || i == 4 || i == 9;
+            assert_int_equal(gm_snapshot_event_kept(&d, i, &x), aside);
+            if (aside)
+                assert_true(x.addr == ev[i].addr && x.time_us == ev[i].time_us &&
+                            x.action == ev[i].action && x.flags == ev[i].flags);
+        }
+        assert_false(gm_snapshot_event_kept(&d, 10, &x));
+        assert_true(snap_side_first(&d, GM_ACTION_OOM, &k, &x) && k == 0);
+        assert_false(snap_side_first(&d, GM_ACTION_FREE_COMPLETED, &k, &x));
+        snap_side_release(&side);
+        gm_arena_release(&arena);
+    }
+    {
+        /* what the records hold is drawn on the load's budget of its consumers: past it, none
+         * (and what was drawn is given back) */
+        struct snap_side side;
+        struct gm_snapshot_packed pk;
+        struct gm_budget load = gm_budget_make(GM_VEC_FIRST * sizeof(struct snap_side_event), 0);
+        memset(&side, 0, sizeof(side));
+        memset(&pk, 0, sizeof(pk));
+        side.budget.shared = &load;
+        gm_arena_init(&arena, 1 << 20);
+        for (int i = 0; i < 10; i++)
+            ev[i].action = GM_ACTION_OOM;
+        assert_true(snap_side_add(&side, ev, 10, true)); /* the first 16 fit */
+        assert_true(load.used > 0);
+        assert_false(snap_side_add(&side, ev, 10, true)); /* 32 do not */
+        assert_false(snap_side_finish(&side, &arena, &pk));
+        snap_side_release(&side);
+        assert_int_equal(load.used, 0);
+        gm_arena_release(&arena);
+    }
+    {
+        /* more ooms than are kept aside */
+        struct snap_side side;
+        struct gm_snapshot_packed pk;
+        memset(&side, 0, sizeof(side));
+        memset(&pk, 0, sizeof(pk));
+        gm_arena_init(&arena, 1 << 20);
+        for (int i = 0; i < 10; i++)
+            ev[i].action = GM_ACTION_OOM;
+        for (size_t i = 0; i < SNAP_SIDE_MAX / 10; i++)
+            assert_true(snap_side_add(&side, ev, 10, true));
+        assert_false(snap_side_add(&side, ev, 10, true));
+        assert_false(snap_side_finish(&side, &arena, &pk));
+        assert_null(pk.side);
+        snap_side_release(&side);
+        gm_arena_release(&arena);
+    }
+}
+
+/* consume_events with a trace batch longer than the loader waits for: the consumers give it
+ * up while it is read, so the input is read again with its events (every one read back). */
+static void test_consume_long_batch(void **state)
+{
+    size_t len, n = 6000, k = 0;
+    uint8_t *data = write_one_batch(n, SIZE_MAX, &len);
+    struct gm_snapshot_opts o = {0};
+    struct gm_snapshot *s;
+    struct gm_error err;
+    struct gm_snapshot_cursor c;
+    (void)state;
+    o.consumer = gm_analysis_first_pass_consumer();
+    o.consume_events = true;
+    assert_int_equal(gm_snapshot_load_mem(data, len, &o, &s, &err), GM_OK);
+    assert_false(s->events_consumed);
+    gm_snapshot_cursor_init(&c, &s->devices[0], 0);
+    while (gm_snapshot_cursor_next(&c))
+        k++;
+    assert_int_equal(k, n);
+    gm_snapshot_free(s);
+    free(data);
+}
+
 static void test_passes_real_files(void **state)
 {
     static const char *const names[] = {
@@ -1560,15 +1677,26 @@ static void test_spool_bound(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_model),          cmocka_unit_test(test_stats),
-    cmocka_unit_test(test_timeline),       cmocka_unit_test(test_empty_entries),
-    cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_file_shrinks),
-    cmocka_unit_test(test_fifo),           cmocka_unit_test(test_inputs),
-    cmocka_unit_test(test_passes),         cmocka_unit_test(test_folded_timeline),
-    cmocka_unit_test(test_fold_answers),   cmocka_unit_test(test_long_batch),
-    cmocka_unit_test(test_timeline_only),  cmocka_unit_test(test_user_frames),
-    cmocka_unit_test(test_stack_view),     cmocka_unit_test(test_spool_bound),
-    cmocka_unit_test(test_packed_numbers), cmocka_unit_test(test_packed_extremes),
+    cmocka_unit_test(test_model),
+    cmocka_unit_test(test_stats),
+    cmocka_unit_test(test_timeline),
+    cmocka_unit_test(test_empty_entries),
+    cmocka_unit_test(test_alloc_failures),
+    cmocka_unit_test(test_file_shrinks),
+    cmocka_unit_test(test_fifo),
+    cmocka_unit_test(test_inputs),
+    cmocka_unit_test(test_passes),
+    cmocka_unit_test(test_folded_timeline),
+    cmocka_unit_test(test_fold_answers),
+    cmocka_unit_test(test_long_batch),
+    cmocka_unit_test(test_timeline_only),
+    cmocka_unit_test(test_side_records),
+    cmocka_unit_test(test_consume_long_batch),
+    cmocka_unit_test(test_user_frames),
+    cmocka_unit_test(test_stack_view),
+    cmocka_unit_test(test_spool_bound),
+    cmocka_unit_test(test_packed_numbers),
+    cmocka_unit_test(test_packed_extremes),
     cmocka_unit_test(test_event_sums),
 };
 
