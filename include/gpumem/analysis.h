@@ -428,7 +428,8 @@ struct gm_analysis_opts {
     /* also keep each device's allocated and reserved bytes over its axis, as
      * gm_lod_axis_timeline() makes them in gm_lod_finest_buckets() buckets, from the
      * series' own pass (gm_analysis_totals()): what the HTML report draws, which then
-     * walks no trace for it; 4 bytes an event and up to 7 MiB a device more, outside the
+     * walks no trace for it, and the bytes by category at each bucket's maximum
+     * (gm_analysis_totals_cats()); 4 bytes an event and up to 11 MiB a device more, outside the
      * snapshot's memory limit, held for every device until gm_analysis_free() (the report
      * held one device's at a time).  Only gm_analysis_run() keeps them:
      * gm_analysis_run_figures() and gm_analysis_diff_prepare() ignore it */
@@ -447,6 +448,14 @@ void gm_analysis_free(struct gm_analysis *an);
 /* The totals gm_analysis_opts.totals asked for (gpumem/lod.h; borrowed, valid until
  * gm_analysis_free()), or NULL: not asked for, a device without events, or out of memory. */
 const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *dev);
+
+/* With those totals: of each bucket b of their allocated series (gm_lod_totals.alloc), the
+ * bytes by category of the device's allocations (gm_analysis_alloc.category) alive after
+ * its event of the most allocated (kmax; -1: the initial state), GM_CATEGORY_COUNT values
+ * from [b * GM_CATEGORY_COUNT] (borrowed, valid until gm_analysis_free()); NULL when the
+ * totals are not kept, or out of memory.  Kept by the series' pass as it goes, so that
+ * the report reads them rather than sum the allocations again. */
+const uint64_t *gm_analysis_totals_cats(const struct gm_analysis_device *dev);
 
 /* The device with CUDA index 'index', or NULL. Borrowed. */
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,

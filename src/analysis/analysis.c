@@ -144,6 +144,7 @@ struct work {
     struct site_stat *sites;             /* per allocation stack seen in the trace */
     struct ana_index iters_ix;           /* event -> iteration */
     struct gm_lod_totals *totals;        /* gm_analysis_opts.totals: fed by build_series */
+    uint64_t *totals_cats;               /* with them: gm_analysis_totals_cats() (NULL: none) */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
     struct ana_times tm; /* per event its time's step, kept by scan_trace while every event
@@ -1929,6 +1930,46 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     return GM_OK;
 }
 
+/* The bytes by category after the event of the most allocated (kmax) of each bucket of the
+ * report's totals (gm_analysis_totals_cats()), once the series pass has made them: the
+ * allocations and frees taken in trace order, as that pass takes them, up to each bucket's
+ * kmax in turn.  The kmax's never go back (a bucket's own points come after the bucket
+ * before's last one, and a bucket that holds the value carried in has that point), so this
+ * is one merge of the allocations and the frees with the buckets: no search and no pass
+ * over the events.  NULL when out of memory, or kmax goes back after all. */
+static uint64_t *totals_cats_build(const struct work *w)
+{
+    const struct gm_lod *al = &w->totals->alloc;
+    const struct gm_analysis_device *dev = w->dev;
+    const struct gm_analysis_alloc *allocs = dev->allocs;
+    const struct gm_analysis_alloc *a = allocs, *a_end = allocs + dev->n_allocs;
+    const uint32_t *f = w->free_of, *f_end = w->free_of + w->n_free_of;
+    const struct gm_lod_bucket *bk = al->b;
+    unsigned nb = al->n;
+    uint64_t(*row)[GM_CATEGORY_COUNT] = gm_malloc((nb ? nb : 1) * sizeof(*row));
+    uint64_t cur[GM_CATEGORY_COUNT] = {0};
+    int64_t last = INT64_MIN;
+    if (!row)
+        return NULL;
+    for (unsigned b = 0; b < nb; b++) {
+        int64_t k = bk[b].kmax;
+        if (k != last) {
+            if (k < last) {
+                gm_free(row);
+                return NULL;
+            }
+            last = k;
+            for (; a < a_end && a->alloc_event <= k; a++)
+                cur[a->category] += a->bytes;
+            for (const struct gm_analysis_alloc *g; f < f_end && (g = &allocs[*f])->free_event <= k;
+                 f++)
+                cur[g->category] -= g->bytes;
+        }
+        copy_bytes(row[b], cur);
+    }
+    return (uint64_t *)row;
+}
+
 /* The pass with the series and the one without (ANA_PARTS_FIGURES): one pass, compiled
  * for each, so that neither carries the other's per-event tests. */
 static enum gm_status build_series(struct work *w, const struct gm_snapshot_timeline *tl,
@@ -2508,6 +2549,9 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         w.totals = &priv->totals[d];
     if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
         goto out;
+    /* (none when out of memory: the report then sums them itself) */
+    if (w.totals && priv->totals_cats)
+        w.totals_cats = priv->totals_cats[d] = totals_cats_build(&w);
     drop_times(&w);
     dev->peak_phase = (uint8_t)gm_analysis_phase_at(dev, dev->peak_event);
     dev->peak_iteration = iteration_of(&w, dev->peak_event);
@@ -2520,6 +2564,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     }
     dev->priv_ = dp;
     dp->totals = w.totals;
+    dp->totals_cats = w.totals_cats;
     /* the per-event phases are not needed any more: give them back before the sweep */
     gm_big_free(w.phase, n ? n : 1);
     w.phase = NULL;
@@ -2617,8 +2662,11 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
     an->devices =
         gm_arena_calloc(&priv->arena, an->n_devices ? an->n_devices : 1, sizeof(*an->devices));
     priv->layouts = gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->layouts));
-    if (opts && opts->totals && parts == ANA_PARTS_ALL)
+    if (opts && opts->totals && parts == ANA_PARTS_ALL) {
         priv->totals = gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->totals));
+        priv->totals_cats =
+            gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->totals_cats));
+    }
     if (!an->devices || !priv->layouts) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto fail;
@@ -2687,6 +2735,9 @@ void gm_analysis_free(struct gm_analysis *an)
         for (size_t d = 0; priv->totals && d < an->n_devices; d++)
             gm_lod_totals_release(&priv->totals[d]);
         gm_free(priv->totals);
+        for (size_t d = 0; priv->totals_cats && d < an->n_devices; d++)
+            gm_free(priv->totals_cats[d]);
+        gm_free(priv->totals_cats);
         gm_arena_release(&priv->arena);
         gm_free(priv);
     }
@@ -2696,6 +2747,11 @@ void gm_analysis_free(struct gm_analysis *an)
 const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *dev)
 {
     return dev && dev->priv_ ? dev->priv_->totals : NULL;
+}
+
+const uint64_t *gm_analysis_totals_cats(const struct gm_analysis_device *dev)
+{
+    return dev && dev->priv_ && dev->priv_->totals ? dev->priv_->totals_cats : NULL;
 }
 
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,

@@ -147,6 +147,7 @@ struct ana_priv {
     uint64_t held;                     /* bytes of results, against the snapshot's memory limit */
     struct gm_layout_history *layouts; /* one per device, same order as an->devices */
     struct gm_lod_totals *totals;      /* one per device (gm_analysis_opts.totals), or NULL */
+    uint64_t **totals_cats;            /* with them, one per device: gm_analysis_totals_cats() */
     size_t n_first_pass_taken;         /* devices whose first pass the load made (tests read it) */
 };
 
@@ -164,6 +165,7 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
 struct ana_device_priv {
     const struct gm_layout_history *layout; /* the device's layout history (NULL: none) */
     const struct gm_lod_totals *totals;     /* gm_analysis_totals() */
+    const uint64_t *totals_cats;            /* gm_analysis_totals_cats() */
 };
 
 /* Keep 'p' (a gm_big array of 'bytes') until gm_analysis_free(); false when out of memory

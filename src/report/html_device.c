@@ -27,8 +27,11 @@
  * a category with nothing in any bucket is null, the others runs [value, buckets, value,
  * buckets...] (they change far less often than the buckets do). */
 static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device *ad,
-                       const struct gm_bands *bands, const struct gm_lod *al)
+                       const struct gm_bands *bands, const struct gm_lod_totals *lt)
 {
+    const struct gm_lod *al = &lt->alloc;
+    /* the analysis' categories at each bucket's maximum, when these are its totals */
+    const uint64_t *cats = lt == gm_analysis_totals(ad) ? gm_analysis_totals_cats(ad) : NULL;
     struct gm_json *w = c->w;
     unsigned nb = al->n;
     int64_t *ks = gm_malloc(nb * sizeof(*ks));
@@ -38,7 +41,9 @@ static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device 
     gm_json_key(w, "rest");
     for (unsigned b = 0; ks && b < nb; b++)
         ks[b] = al->b[b].kmax;
-    if (!ks || !rest || !runs || gm_bands_rest_at(ad, bands, ks, nb, rest, &err) != GM_OK) {
+    if (!ks || !rest || !runs ||
+        (cats ? gm_bands_rest_from(ad, bands, ks, nb, cats, rest, &err)
+              : gm_bands_rest_at(ad, bands, ks, nb, rest, &err)) != GM_OK) {
         c->nomem = true;
         gm_json_null(w);
         goto out_free;
@@ -135,7 +140,7 @@ static void write_lod(struct gm_report_ctx *c, const struct gm_analysis_device *
     gm_json_u64s(w, &rl->b[0].max, nb, sizeof(rl->b[0]));
     gm_json_end_array(w);
     if (ad)
-        write_rest(c, ad, bands, al);
+        write_rest(c, ad, bands, lt);
     gm_json_end_object(w);
 }
 
