@@ -1556,6 +1556,68 @@ static GM_INLINE_ALWAYS void offer_total(struct gm_lod *lod, struct gm_analysis_
         set_min_max(slot, gm_lod_add_here(lod, k, total), k, e, ph, total, reserved, cur);
 }
 
+/* The series pass's run of events each in turn for the totals (series_pass()): its state,
+ * what the run reads, and where it writes back. */
+struct totals_run {
+    const struct changes *ch;
+    struct gm_analysis_iteration *iv; /* the iteration the run is inside, or NULL */
+    struct gm_lod *lod;               /* the series */
+    struct gm_analysis_point *slot;   /* its current bucket's points */
+    struct gm_lod_totals *lt;
+    uint64_t walk_base, reserved;
+    const uint8_t *phase;
+    const uint16_t *dt; /* the times' steps (scan_trace()'s), NULL: no time */
+    const uint32_t *dt_wide;
+    size_t *wi;                   /* in and out: the next wide step */
+    int64_t *t;                   /* in and out: the time of the event before */
+    int64_t t_stop;               /* with by_time: the first time past the series' bucket */
+    struct gm_snapshot_event *ej; /* the event as the series reads it (its time) */
+    uint64_t *prev_total;         /* in and out: the total after the event before */
+};
+
+/* Events j up to 'to' (or, 'by_time', to the first whose time reaches r->t_stop), each in
+ * turn: its changes taken, offered to the series' bucket and added to the totals; returns
+ * where it stopped.  'timed': r->dt is there (else every time is r->t's).  Compiled for
+ * each case, so that no case is tested per event. */
+static GM_INLINE_ALWAYS int64_t totals_run(const struct totals_run *r, int64_t j, int64_t to,
+                                           const bool timed, const bool by_time)
+{
+    const struct changes *ch = r->ch;
+    int64_t t = *r->t;
+    size_t wi = *r->wi;
+    uint64_t prev_total = *r->prev_total;
+    if (!timed && by_time && t >= r->t_stop)
+        to = j; /* (no step: the first event would stop it) */
+    for (; j < to; j++) {
+        if (timed) {
+            uint32_t d = r->dt[j];
+            int64_t tj;
+            if (GM_LIKELY(d != DT_WIDE)) {
+                tj = t + (int64_t)d;
+                if (by_time && tj >= r->t_stop)
+                    break;
+            } else {
+                tj = t + (int64_t)r->dt_wide[wi];
+                if (by_time && tj >= r->t_stop)
+                    break;
+                wi++;
+            }
+            t = tj;
+        }
+        r->ej->time_us = t;
+        /* (every change before j is taken: these are j's) */
+        take_changes_before(ch, j + 1, r->iv);
+        offer_total(r->lod, r->slot, prev_total, j, r->ej, r->phase[j], *ch->total, r->reserved,
+                    ch->cur);
+        prev_total = *ch->total;
+        gm_lod_totals_add(r->lt, j, r->ej, *ch->total + r->walk_base, r->reserved);
+    }
+    *r->t = t;
+    *r->wi = wi;
+    *r->prev_total = prev_total;
+    return j;
+}
+
 /* The first event after k that is the peak, an iteration's first or last event or the one
  * before its first (the last event when none is); *it: the first iteration that may hold
  * one, moved forward. */
@@ -1846,21 +1908,17 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                     /* the totals take every event: each in turn up to 'to' or the bucket's
                      * end, its time added up */
                     struct gm_snapshot_event ej = known[0];
-                    for (; j < to; j++) {
-                        uint32_t d = dt ? dt[j] : 0;
-                        int64_t tj = t + (int64_t)(d == DT_WIDE ? dt_wide[wi] : d);
-                        if (by_time && tj >= t_stop)
-                            break;
-                        wi += d == DT_WIDE;
-                        t = tj;
-                        ej.time_us = t;
-                        /* (every change before j is taken: these are j's) */
-                        take_changes_before(&ch, j + 1, iv);
-                        offer_total(&lod, &slots[3 * (size_t)cur_b], prev_total, j, &ej,
-                                    w->phase[j], total, reserved, cur);
-                        prev_total = total;
-                        gm_lod_totals_add(lt, j, &ej, total + walk_base, reserved);
-                    }
+                    struct totals_run r = {&ch,    iv,        &lod,       &slots[3 * (size_t)cur_b],
+                                           lt,     walk_base, reserved,   w->phase,
+                                           dt,     dt_wide,   &wi,        &t,
+                                           t_stop, &ej,       &prev_total};
+                    /* (compiled for each: no test of either per event) */
+                    if (!dt)
+                        j = totals_run(&r, j, to, false, by_time);
+                    else if (by_time)
+                        j = totals_run(&r, j, to, true, true);
+                    else
+                        j = totals_run(&r, j, to, true, false);
                     to = j;
                 }
                 /* the events' times up to 'to' or the bucket's end */
