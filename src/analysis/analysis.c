@@ -1577,10 +1577,13 @@ struct totals_run {
 
 /* Events j up to 'to' (or, 'by_time', to the first whose time reaches r->t_stop), each in
  * turn: its changes taken, offered to the series' bucket and added to the totals; returns
- * where it stopped.  'timed': r->dt is there (else every time is r->t's).  Compiled for
- * each case, so that no case is tested per event. */
+ * where it stopped.  'timed': r->dt is there (else every time is r->t's); 'same_reserved':
+ * the run's reserved bytes (one value: no segment event inside it) are already the totals'
+ * last (gm_lod_totals_reserved_is()).  Compiled for each case, so that no case is tested
+ * per event. */
 static GM_INLINE_ALWAYS int64_t totals_run(const struct totals_run *r, int64_t j, int64_t to,
-                                           const bool timed, const bool by_time)
+                                           const bool timed, const bool by_time,
+                                           const bool same_reserved)
 {
     const struct changes *ch = r->ch;
     int64_t t = *r->t;
@@ -1610,7 +1613,11 @@ static GM_INLINE_ALWAYS int64_t totals_run(const struct totals_run *r, int64_t j
         offer_total(r->lod, r->slot, prev_total, j, r->ej, r->phase[j], *ch->total, r->reserved,
                     ch->cur);
         prev_total = *ch->total;
-        gm_lod_totals_add(r->lt, j, r->ej, *ch->total + r->walk_base, r->reserved);
+        if (same_reserved)
+            gm_lod_totals_add_same_reserved(r->lt, j, r->ej, *ch->total + r->walk_base,
+                                            r->reserved);
+        else
+            gm_lod_totals_add(r->lt, j, r->ej, *ch->total + r->walk_base, r->reserved);
     }
     *r->t = t;
     *r->wi = wi;
@@ -1912,13 +1919,17 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                                            lt,     walk_base, reserved,   w->phase,
                                            dt,     dt_wide,   &wi,        &t,
                                            t_stop, &ej,       &prev_total};
-                    /* (compiled for each: no test of either per event) */
-                    if (!dt)
-                        j = totals_run(&r, j, to, false, by_time);
+                    /* (compiled for each: no test of any per event.  The run's reserved
+                     * bytes are the totals' last already, the main loop having added event
+                     * k with them: the general case is kept for safety, not reached) */
+                    if (!gm_lod_totals_reserved_is(lt, reserved))
+                        j = totals_run(&r, j, to, dt != NULL, by_time, false);
+                    else if (!dt)
+                        j = totals_run(&r, j, to, false, by_time, true);
                     else if (by_time)
-                        j = totals_run(&r, j, to, true, true);
+                        j = totals_run(&r, j, to, true, true, true);
                     else
-                        j = totals_run(&r, j, to, true, false);
+                        j = totals_run(&r, j, to, true, false, true);
                     to = j;
                 }
                 /* the events' times up to 'to' or the bucket's end */
