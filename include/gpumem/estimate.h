@@ -481,6 +481,7 @@ struct gm_job_gpu {
     char label[48];        /* catalog name or the size as given, for messages */
     unsigned sm;           /* compute capability x 10 of a catalog GPU; 0 = unknown */
     bool no_p2p;           /* a catalog GPU without peer access (gm_gpu.no_p2p) */
+    unsigned sms;          /* streaming multiprocessors of a catalog GPU; 0 = unknown */
 };
 
 #define GM_JOB_MAX_SETTINGS 128
@@ -1197,6 +1198,7 @@ struct gm_gpu {
     bool no_p2p;           /* no peer access between two such boards with NVIDIA's driver */
     uint64_t cuda_bytes;   /* the total cudaMemGetInfo reports, as a public printout (a vLLM
                               log, a device-properties listing) gives it; 0 = not known */
+    unsigned sms;          /* streaming multiprocessors (NVIDIA's published specifications) */
 };
 size_t gm_gpu_catalog_count(void);
 const struct gm_gpu *gm_gpu_catalog_get(size_t i);

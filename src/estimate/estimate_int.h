@@ -306,6 +306,8 @@ uint64_t est_engine_sequences(const struct gm_job *job, const struct gm_estimate
 
 /* ---- stage_runtime.c ---- */
 
+/* The driver's context before any kernel loads, by the catalog GPU's SMs (0 if unknown). */
+uint64_t est_cuda_bare_context_bytes(const struct gm_job *j);
 /* The CUDA context and the NCCL buffers of one device at the run's bound (the serving
  * engine charges them to its budget in some versions). */
 uint64_t est_cuda_context_bytes(struct est_ctx *cx);

@@ -23,12 +23,18 @@
 /* a total printed in hundredths of a GiB ("79.25 GiB") */
 #define GIB_X100(x) ((uint64_t)(x)*GM_GIB / 100)
 
-/* name, family, nominal GB, total memory, kind, compute capability x 10, no peer access, and
- * the total CUDA reports where a public log prints it (cudaMemGetInfo, which vLLM multiplies
- * by gpu_memory_utilization; below nvidia-smi's figure by what the driver keeps): the
- * A100-SXM4-80GB's 79.25 GiB from a vLLM log that names the board ("Free memory on device
- * (78.84/79.25 GiB)", LukeJYK/AutoScientists vllm.log @ e313354, whose fused_moe config is
- * NVIDIA_A100-SXM4-80GB's); the H100's 79.18 GiB from llm-d/llm-d-benchmark
+/* name, family, nominal GB, total memory, kind, compute capability x 10, no peer access, the
+ * total CUDA reports where a public log prints it (below), and the streaming multiprocessors
+ * as NVIDIA publishes them (its architecture whitepapers and product specifications: Volta
+ * V100 80, Turing T4 40, Ampere A100 108, A40 and RTX A6000 84, A10 72, A10G 80, RTX 3090 82,
+ * 3080 68, 3060 28, Ada L40/L40S and RTX 6000 Ada 142, L4 58, RTX 4090 128, 4080 76, 4070 Ti
+ * 60, Hopper H100 SXM, H100 NVL and H200 132, Blackwell B200 148, RTX 5090 170; the catalog's
+ * H100-80GB is the SXM board, a PCIe H100 has 114), from which the driver's own CUDA context
+ * follows (est_cuda_bare_context_bytes); the total CUDA reports where a public log prints it
+ * (cudaMemGetInfo, which vLLM multiplies by gpu_memory_utilization; below nvidia-smi's figure by
+ * what the driver keeps): the A100-SXM4-80GB's 79.25 GiB from a vLLM log that names the board
+ * ("Free memory on device (78.84/79.25 GiB)", LukeJYK/AutoScientists vllm.log @ e313354, whose
+ * fused_moe config is NVIDIA_A100-SXM4-80GB's); the H100's 79.18 GiB from llm-d/llm-d-benchmark
  * config_explorer/empirical-vllm-memory-results.md @ b5c3307 (ten H100 starts at 0.11.0; the
  * two PR #10511 blocks print 79.22 GiB for an H100 in December 2024); the RTX 3090's 23.58 GiB
  * from the two 0.6.4 logs of vLLM issue #10517 ("total_gpu_memory (23.58GiB)").  Where no
@@ -48,33 +54,34 @@
 
 static const struct gm_gpu gpus[] = {
     /* data-centre */
-    {"B200", "b200", 192, MIB(183359), "data-centre", 100, false, 0},
-    {"H200", "h200", 141, MIB(143771), "data-centre", 90, false, 0},
-    {"H100-NVL", "h100-nvl h100nvl", 94, MIB(95830), "data-centre", 90, false, 0},
-    {"H100-80GB", "h100", 80, MIB(81559), "data-centre", 90, false, GIB_X100(7918)},
-    {"A100-80GB", "a100", 80, MIB(81920), "data-centre", 80, false, GIB_X100(7925)},
-    {"A100-40GB", "a100", 40, MIB(40960), "data-centre", 80, false, MIB(40536)},
-    {"L40S", "l40s", 48, MIB(46068), "data-centre", 89, false, 0},
-    {"L40", "l40", 48, MIB(46068), "data-centre", 89, false, 0},
-    {"A40", "a40", 48, MIB(46068), "data-centre", 86, false, 0},
-    {"L4", "l4", 24, MIB(23034), "data-centre", 89, false, 0},
-    {"A10G", "a10g", 24, MIB(23028), "data-centre", 86, false, 0},
-    {"A10", "a10", 24, MIB(23028), "data-centre", 86, false, 0},
-    {"V100-32GB", "v100", 32, MIB(32768), "data-centre", 70, false, 0},
-    {"V100-16GB", "v100", 16, MIB(16160), "data-centre", 70, false, 0},
-    {"T4", "t4", 16, MIB(15360), "data-centre", 75, false, MIB(15095)},
+    {"B200", "b200", 192, MIB(183359), "data-centre", 100, false, 0, 148},
+    {"H200", "h200", 141, MIB(143771), "data-centre", 90, false, 0, 132},
+    {"H100-NVL", "h100-nvl h100nvl", 94, MIB(95830), "data-centre", 90, false, 0, 132},
+    {"H100-80GB", "h100", 80, MIB(81559), "data-centre", 90, false, GIB_X100(7918), 132},
+    {"A100-80GB", "a100", 80, MIB(81920), "data-centre", 80, false, GIB_X100(7925), 108},
+    {"A100-40GB", "a100", 40, MIB(40960), "data-centre", 80, false, MIB(40536), 108},
+    {"L40S", "l40s", 48, MIB(46068), "data-centre", 89, false, 0, 142},
+    {"L40", "l40", 48, MIB(46068), "data-centre", 89, false, 0, 142},
+    {"A40", "a40", 48, MIB(46068), "data-centre", 86, false, 0, 84},
+    {"L4", "l4", 24, MIB(23034), "data-centre", 89, false, 0, 58},
+    {"A10G", "a10g", 24, MIB(23028), "data-centre", 86, false, 0, 80},
+    {"A10", "a10", 24, MIB(23028), "data-centre", 86, false, 0, 72},
+    {"V100-32GB", "v100", 32, MIB(32768), "data-centre", 70, false, 0, 80},
+    {"V100-16GB", "v100", 16, MIB(16160), "data-centre", 70, false, 0, 80},
+    {"T4", "t4", 16, MIB(15360), "data-centre", 75, false, MIB(15095), 40},
     /* workstation and consumer */
     {"RTX-6000-Ada", "rtx-6000-ada rtx6000ada rtx-6000ada", 48, MIB(49140), "workstation", 89,
-     false, 0},
-    {"RTX-A6000", "rtx-a6000 a6000 rtxa6000", 48, MIB(49140), "workstation", 86, false, 0},
-    {"RTX-5090", "rtx-5090 5090 rtx5090", 32, MIB(32607), "consumer", 120, false, 0},
-    {"RTX-4090", "rtx-4090 4090 rtx4090", 24, MIB(24564), "consumer", 89, true, 25386352640},
-    {"RTX-3090", "rtx-3090 3090 rtx3090", 24, MIB(24576), "consumer", 86, false, GIB_X100(2358)},
-    {"RTX-4080", "rtx-4080 4080 rtx4080", 16, MIB(16376), "consumer", 89, false, 0},
+     false, 0, 142},
+    {"RTX-A6000", "rtx-a6000 a6000 rtxa6000", 48, MIB(49140), "workstation", 86, false, 0, 84},
+    {"RTX-5090", "rtx-5090 5090 rtx5090", 32, MIB(32607), "consumer", 120, false, 0, 170},
+    {"RTX-4090", "rtx-4090 4090 rtx4090", 24, MIB(24564), "consumer", 89, true, 25386352640, 128},
+    {"RTX-3090", "rtx-3090 3090 rtx3090", 24, MIB(24576), "consumer", 86, false, GIB_X100(2358),
+     82},
+    {"RTX-4080", "rtx-4080 4080 rtx4080", 16, MIB(16376), "consumer", 89, false, 0, 76},
     {"RTX-4070-Ti", "rtx-4070-ti 4070-ti 4070ti rtx4070ti", 12, MIB(12282), "consumer", 89, false,
-     0},
-    {"RTX-3080", "rtx-3080 3080 rtx3080", 10, MIB(10240), "consumer", 86, false, 0},
-    {"RTX-3060", "rtx-3060 3060 rtx3060", 12, MIB(12288), "consumer", 86, false, 0},
+     0, 60},
+    {"RTX-3080", "rtx-3080 3080 rtx3080", 10, MIB(10240), "consumer", 86, false, 0, 68},
+    {"RTX-3060", "rtx-3060 3060 rtx3060", 12, MIB(12288), "consumer", 86, false, 0, 28},
 };
 
 #define N_GPUS (sizeof(gpus) / sizeof(gpus[0]))

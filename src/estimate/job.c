@@ -245,6 +245,7 @@ static enum gm_status set_gpu(struct gm_job *j, const union gm_job_value *v, str
     j->gpu.memory_bytes = g->memory_bytes;
     j->gpu.cuda_bytes = g->cuda_bytes;
     j->gpu.sm = g->sm;
+    j->gpu.sms = g->sms;
     j->gpu.no_p2p = g->no_p2p;
     snprintf(j->gpu.label, sizeof j->gpu.label, "%s", g->name);
     return GM_OK;
@@ -263,6 +264,7 @@ static enum gm_status set_gpu_memory(struct gm_job *j, const union gm_job_value 
     j->gpu.memory_bytes = b;
     j->gpu.cuda_bytes = 0;
     j->gpu.sm = 0;
+    j->gpu.sms = 0;
     j->gpu.no_p2p = false;
     snprintf(j->gpu.label, sizeof j->gpu.label, "%.*s", (int)sizeof(j->gpu.label) - 1, s);
     return GM_OK;

@@ -49,11 +49,50 @@ static uint64_t nccl_communicators(const struct gm_job *j, uint64_t dp)
     return n ? n : 1;
 }
 
+/* The most threads one SM of a compute capability keeps resident (the CUDA C++ Programming
+ * Guide, "Technical Specifications per Compute Capability": 1024 on 7.5, 1536 on 8.6, 8.7, 8.9
+ * and 12.x, 2048 on the others from 5.0); 0 where not known. */
+static unsigned max_threads_per_sm(unsigned sm)
+{
+    if (!sm)
+        return 0;
+    if (sm == 75)
+        return 1024;
+    if (sm == 86 || sm == 87 || sm == 89 || sm >= 120)
+        return 1536;
+    return 2048;
+}
+
+/* The driver's own context, before any kernel is loaded, on a catalog GPU with lazy module
+ * loading: a fixed part and a part per resident thread of the device (SMs x the most threads
+ * an SM keeps resident).  The driver sizes a context's local memory that way ("calculated as
+ * MAX_THREADS_PER_SM x SMs x LOCAL_MEM_PER_THREAD", an NVIDIA engineer on the NVIDIA developer
+ * forum, "Local memory management", t/289339; cuCtxCreate's CU_CTX_LMEM_RESIZE_TO_MAX).  The
+ * two figures are read from two cards whose bare context (cudaMemGetInfo and nothing else,
+ * lazy loading) ggml-org/llama.cpp PR #23604 measured: RTX PRO 6000 Blackwell (188 SMs x 1536)
+ * 555 MiB, RTX 4060 Ti (34 x 1536) 107 MiB, so 448 MiB over 236,544 threads, 1986 B a thread
+ * (about the 2 KiB of local memory the formula gives each), and 8 MiB beside it.  Checked on
+ * two other published bare contexts, neither a validation row: an RTX 6000 Ada (142 x 1536)
+ * 426 MiB (unslothai/unsloth-zoo PR #1053, torch.cuda.mem_get_info alone; 421 here) and an RTX
+ * 3090 (82 x 1536) 256 MiB (invoke-ai/InvokeAI issue #9413; 247 here).  0 where the GPU's SMs
+ * are not known (a capacity given, not a catalog GPU). */
+#define CTX_BYTES_PER_THREAD 1986
+#define CTX_FIXED_BYTES      (8 * GM_MIB)
+
+uint64_t est_cuda_bare_context_bytes(const struct gm_job *j)
+{
+    uint64_t threads = (uint64_t)j->gpu.sms * max_threads_per_sm(j->gpu.sm);
+    if (!threads)
+        return 0;
+    return CTX_FIXED_BYTES + threads * CTX_BYTES_PER_THREAD;
+}
+
 uint64_t est_cuda_context_bytes(struct est_ctx *cx)
 {
     const struct gm_job *j = cx->job;
     bool known = est_given(j, EST_SET_CUDA_CONTEXT);
     uint32_t v = j->stack.cuda;
+    uint64_t bare = est_cuda_bare_context_bytes(j);
     if (v && v < GM_VERSION(11, 7, 0)) {
         /* every kernel loaded: the HF docs' V100 (Volta) 1343 MiB; Ampere about 1.45 GiB */
         double point = known ? (double)j->runtime.cuda_context_bytes
@@ -61,6 +100,12 @@ uint64_t est_cuda_context_bytes(struct est_ctx *cx)
         return est_round(est_uncertain(cx, GM_UNCERTAIN_CUDA_CONTEXT, known, point,
                                        900.0 * (double)GM_MIB, 1640.0 * (double)GM_MIB));
     }
+    /* vLLM's non-torch memory holds the kernel modules its process loads (VLLM_KERNEL_BYTES,
+     * stage_engine.c), so its context is the driver's own, by GPU; elsewhere --cuda-context
+     * (450 MiB) stands for the context with the kernels a PyTorch job loads */
+    if (!known && bare && est_allocator(j) == EST_ALLOC_VLLM)
+        return est_round(est_uncertain(cx, GM_UNCERTAIN_CUDA_CONTEXT, false, (double)bare,
+                                       0.9 * (double)bare, 1.2 * (double)bare));
     return est_round(est_uncertain(cx, GM_UNCERTAIN_CUDA_CONTEXT, known,
                                    (double)j->runtime.cuda_context_bytes,
                                    287047680.0 /* PR #85692 */, 600.0 * (double)GM_MIB));
@@ -255,10 +300,12 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
         return est_add(e, GM_KIND_RESERVE, "reserve", j->runtime.reserve_bytes, GM_PHASE_ALL, false,
                        GM_EXTENT_ONE_LAYER, "--reserve-gib", err);
     }
-    o[n++] = (struct overhead){GM_KIND_CUDA_CONTEXT, est_cuda_context_bytes(cx), "CUDA context",
-                               j->stack.cuda && j->stack.cuda < GM_VERSION(11, 7, 0)
-                                   ? "no lazy loading before CUDA 11.7"
-                                   : "--cuda-context"};
+    o[n++] = (struct overhead){
+        GM_KIND_CUDA_CONTEXT, est_cuda_context_bytes(cx), "CUDA context",
+        j->stack.cuda && j->stack.cuda < GM_VERSION(11, 7, 0) ? "no lazy loading before CUDA 11.7"
+        : vllm && !est_given(j, EST_SET_CUDA_CONTEXT) && est_cuda_bare_context_bytes(j)
+            ? "the driver's, by SMs"
+            : "--cuda-context"};
     if (vllm)
         o[n++] = (struct overhead){GM_KIND_NON_TORCH, e->serving.non_torch_bytes,
                                    "vLLM non-torch memory", "--non-torch"};

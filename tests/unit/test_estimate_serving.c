@@ -1200,6 +1200,63 @@ static void test_vllm_gpu_without_p2p(void **state)
     est = NULL;
 }
 
+/* The driver's own CUDA context by GPU: 8 MiB + 1986 B per resident thread (SMs x the most
+ * threads an SM keeps: 1536 on Ampere GA10x, Ada and Blackwell consumer parts, 2048 on A100 and
+ * H100, 1024 on Turing), from llama.cpp PR #23604's two bare contexts.  Checks the model on
+ * the two published bare contexts it was not read from (RTX 6000 Ada 426 MiB, RTX 3090 256 MiB:
+ * within 5 %), that vLLM's device line and 0.6.4's non-torch figure (total - free - allocated,
+ * PR #9352: the context counted) take it, that --cuda-context still wins, and that a training
+ * job keeps the 450 MiB that stands for the context with PyTorch's kernels. */
+static void test_vllm_cuda_context_by_gpu(void **state)
+{
+    const uint64_t kernels = 164 * GM_MIB;
+    struct gm_job j;
+    uint64_t ctx;
+    (void)state;
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu RTX-6000-Ada", &j);
+    ctx = est_cuda_bare_context_bytes(&j);
+    assert_int_equal(ctx, 8 * GM_MIB + 142ull * 1536 * 1986);
+    assert_true(ctx > 426 * GM_MIB * 95 / 100 && ctx < 426 * GM_MIB * 105 / 100);
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu RTX-3090", &j);
+    ctx = est_cuda_bare_context_bytes(&j);
+    assert_true(ctx > 256 * GM_MIB * 95 / 100 && ctx < 256 * GM_MIB * 105 / 100);
+    /* threads per SM by compute capability */
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu H100", &j);
+    assert_int_equal(est_cuda_bare_context_bytes(&j), 8 * GM_MIB + 132ull * 2048 * 1986);
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu T4", &j);
+    assert_int_equal(est_cuda_bare_context_bytes(&j), 8 * GM_MIB + 40ull * 1024 * 1986);
+    /* a capacity given names no SMs */
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu-memory 23.58", &j);
+    assert_int_equal(est_cuda_bare_context_bytes(&j), 0);
+
+    /* 0.6.4 on the RTX 3090 of vLLM issue #10517: the log's non-torch figure is the context
+     * and the kernels */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 --max-model-len 20000", &j);
+    run(&j, &est);
+    ctx = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
+    assert_int_equal(ctx, 8 * GM_MIB + 82ull * 1536 * 1986);
+    assert_int_equal(est->serving.non_torch_logged_bytes, ctx + kernels);
+    gm_estimate_free(est);
+    est = NULL;
+    /* given, the context is what was given */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 --max-model-len 20000 "
+             "--cuda-context 450MiB",
+             &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
+    assert_int_equal(est->serving.non_torch_logged_bytes, 450 * GM_MIB + kernels);
+    gm_estimate_free(est);
+    est = NULL;
+    /* a PyTorch training job on the same GPU keeps the context with its kernels */
+    job_make("llama-3.1-8b", "--train --lora --gpu RTX-3090 --seq 512", &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 /* vLLM's non-torch figure by where the version takes its baseline: before 0.2.5 none (the
  * budget pays PyTorch's peak alone), 0.2.5 to 0.3.1 and 0.6.4 all the device holds beside
  * PyTorch (the context too), 0.3.2 to 0.6.3 (init_device's free memory as the baseline),
@@ -1526,6 +1583,7 @@ int main(void)
         cmocka_unit_test(test_vllm_quant_kernel_choices),
         cmocka_unit_test(test_vllm_profile_forward_peak),
         cmocka_unit_test(test_vllm_v0_workers_without_sampler),
+        cmocka_unit_test(test_vllm_cuda_context_by_gpu),
         cmocka_unit_test(test_vllm_non_torch_by_version),
         cmocka_unit_test(test_vllm_profile_sampler_by_runner),
         cmocka_unit_test(test_vllm_budget_from_cuda_total),

@@ -1329,7 +1329,10 @@ static void test_runtime(void **state)
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 256 * GM_MIB);
 }
 
-/* vLLM: what the budget charges, per version range; pipeline stages hold their layers. */
+/* vLLM: what the budget charges, per version range; pipeline stages hold their layers.  The
+ * context the global versions count is the H100's own, by its SMs (est_cuda_bare_context_bytes:
+ * 8 MiB + 1986 B x 132 SMs x 2048 threads). */
+#define H100_CONTEXT (8 * GM_MIB + 132ull * 2048 * 1986)
 static void test_vllm_versions(void **state)
 {
     uint64_t blk;
@@ -1340,12 +1343,12 @@ static void test_vllm_versions(void **state)
                              communicator the profile run creates counted */
         bool graphs;      /* the CUDA-graph estimate charged too */
     } cases[] = {
-        {"0.2.5", 450 * GM_MIB + 2 * GM_GIB, false}, /* total - free: all inside */
+        {"0.2.5", H100_CONTEXT + 2 * GM_GIB, false}, /* total - free: all inside */
         {"0.6.3", 2 * GM_GIB, false},                /* init_device baseline: NCCL inside */
-        {"0.6.4", 450 * GM_MIB + 2 * GM_GIB, false}, /* global: context and NCCL inside */
+        {"0.6.4", H100_CONTEXT + 2 * GM_GIB, false}, /* global: context and NCCL inside */
         {"0.6.5", 2 * GM_GIB, false},                /* baseline before NCCL: NCCL inside */
         {"0.7.2", 2 * GM_GIB, false},                /* the V0 engine still */
-        {"0.8.5", 450 * GM_MIB + 2 * GM_GIB, false}, /* early V1: global again */
+        {"0.8.5", H100_CONTEXT + 2 * GM_GIB, false}, /* early V1: global again */
         {"0.10.1", 2 * GM_GIB, false},               /* baseline before NCCL */
         {"0.11.0", UINT64_MAX, false},               /* baseline after pynccl's */
         {"0.21.0", UINT64_MAX, true},                /* CUDA-graph estimate charged */
