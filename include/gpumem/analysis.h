@@ -449,13 +449,16 @@ void gm_analysis_free(struct gm_analysis *an);
  * gm_analysis_free()), or NULL: not asked for, a device without events, or out of memory. */
 const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *dev);
 
-/* With those totals: of each bucket b of their allocated series (gm_lod_totals.alloc), the
- * bytes by category of the device's allocations (gm_analysis_alloc.category) alive after
- * its event of the most allocated (kmax; -1: the initial state), GM_CATEGORY_COUNT values
- * from [b * GM_CATEGORY_COUNT] (borrowed, valid until gm_analysis_free()); NULL when the
- * totals are not kept, or out of memory.  Kept by the series' pass as it goes, so that
- * the report reads them rather than sum the allocations again. */
-const uint64_t *gm_analysis_totals_cats(const struct gm_analysis_device *dev);
+/* With those totals: the bytes by category of the device's allocations
+ * (gm_analysis_alloc.category) alive after the event of the most allocated (kmax; -1: the
+ * initial state) of the buckets of their allocated series (gm_lod_totals.alloc), one row of
+ * GM_CATEGORY_COUNT values for each run of buckets in a row with one kmax (a bucket that
+ * holds the value carried in has the kmax of the bucket before), in bucket order: row r
+ * from [r * GM_CATEGORY_COUNT], *n_rows of them (borrowed, valid until gm_analysis_free());
+ * NULL (*n_rows 0) when the totals are not kept, or out of memory.  Kept by the analysis
+ * after its series' pass, so that the report reads them rather than sum the allocations
+ * again. */
+const uint64_t *gm_analysis_totals_cats(const struct gm_analysis_device *dev, size_t *n_rows);
 
 /* The device with CUDA index 'index', or NULL. Borrowed. */
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,

@@ -144,7 +144,7 @@ struct work {
     struct site_stat *sites;             /* per allocation stack seen in the trace */
     struct ana_index iters_ix;           /* event -> iteration */
     struct gm_lod_totals *totals;        /* gm_analysis_opts.totals: fed by build_series */
-    uint64_t *totals_cats;               /* with them: gm_analysis_totals_cats() (NULL: none) */
+    struct ana_cats *totals_cats;        /* with them: gm_analysis_totals_cats() (NULL: none) */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
     struct ana_times tm; /* per event its time's step, kept by scan_trace while every event
@@ -1999,14 +1999,15 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     return GM_OK;
 }
 
-/* The bytes by category after the event of the most allocated (kmax) of each bucket of the
- * report's totals (gm_analysis_totals_cats()), once the series pass has made them: the
- * allocations and frees taken in trace order, as that pass takes them, up to each bucket's
- * kmax in turn.  The kmax's never go back (a bucket's own points come after the bucket
- * before's last one, and a bucket that holds the value carried in has that point), so this
- * is one merge of the allocations and the frees with the buckets: no search and no pass
- * over the events.  NULL when out of memory, or kmax goes back after all. */
-static uint64_t *totals_cats_build(const struct work *w)
+/* The bytes by category after the event of the most allocated (kmax) of the buckets of the
+ * report's totals, a row for each run of buckets with one kmax (gm_analysis_totals_cats()),
+ * once the series pass has made them: the allocations and frees taken in trace order, as
+ * that pass takes them, up to each run's kmax in turn.  The kmax's never go back (a
+ * bucket's own points come after the bucket before's last one, and a bucket that holds the
+ * value carried in has that point), so this is one merge of the allocations and the frees
+ * with the runs: no search and no pass over the events.  Into *out; false when out of
+ * memory, or kmax goes back after all (nothing kept then). */
+static bool totals_cats_build(const struct work *w, struct ana_cats *out)
 {
     const struct gm_lod *al = &w->totals->alloc;
     const struct gm_analysis_device *dev = w->dev;
@@ -2015,28 +2016,34 @@ static uint64_t *totals_cats_build(const struct work *w)
     const uint32_t *f = w->free_of, *f_end = w->free_of + w->n_free_of;
     const struct gm_lod_bucket *bk = al->b;
     unsigned nb = al->n;
-    uint64_t(*row)[GM_CATEGORY_COUNT] = gm_malloc((nb ? nb : 1) * sizeof(*row));
+    /* room for a row a bucket, the rest given back once the rows are counted */
+    uint64_t(*row)[GM_CATEGORY_COUNT] = gm_malloc((nb ? nb : 1) * sizeof(*row)),
+    (*fit)[GM_CATEGORY_COUNT];
     uint64_t cur[GM_CATEGORY_COUNT] = {0};
     int64_t last = INT64_MIN;
+    size_t n = 0;
     if (!row)
-        return NULL;
+        return false;
     for (unsigned b = 0; b < nb; b++) {
         int64_t k = bk[b].kmax;
-        if (k != last) {
-            if (k < last) {
-                gm_free(row);
-                return NULL;
-            }
-            last = k;
-            for (; a < a_end && a->alloc_event <= k; a++)
-                cur[a->category] += a->bytes;
-            for (const struct gm_analysis_alloc *g; f < f_end && (g = &allocs[*f])->free_event <= k;
-                 f++)
-                cur[g->category] -= g->bytes;
+        if (k == last)
+            continue;
+        if (k < last) {
+            gm_free(row);
+            return false;
         }
-        copy_bytes(row[b], cur);
+        last = k;
+        for (; a < a_end && a->alloc_event <= k; a++)
+            cur[a->category] += a->bytes;
+        for (const struct gm_analysis_alloc *g; f < f_end && (g = &allocs[*f])->free_event <= k;
+             f++)
+            cur[g->category] -= g->bytes;
+        copy_bytes(row[n++], cur);
     }
-    return (uint64_t *)row;
+    fit = gm_realloc(row, (n ? n : 1) * sizeof(*row));
+    out->rows = (uint64_t *)(fit ? fit : row);
+    out->n = n;
+    return true;
 }
 
 /* The pass with the series and the one without (ANA_PARTS_FIGURES): one pass, compiled
@@ -2619,8 +2626,8 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
         goto out;
     /* (none when out of memory: the report then sums them itself) */
-    if (w.totals && priv->totals_cats)
-        w.totals_cats = priv->totals_cats[d] = totals_cats_build(&w);
+    if (w.totals && priv->totals_cats && totals_cats_build(&w, &priv->totals_cats[d]))
+        w.totals_cats = &priv->totals_cats[d];
     drop_times(&w);
     dev->peak_phase = (uint8_t)gm_analysis_phase_at(dev, dev->peak_event);
     dev->peak_iteration = iteration_of(&w, dev->peak_event);
@@ -2805,7 +2812,7 @@ void gm_analysis_free(struct gm_analysis *an)
             gm_lod_totals_release(&priv->totals[d]);
         gm_free(priv->totals);
         for (size_t d = 0; priv->totals_cats && d < an->n_devices; d++)
-            gm_free(priv->totals_cats[d]);
+            gm_free(priv->totals_cats[d].rows);
         gm_free(priv->totals_cats);
         gm_arena_release(&priv->arena);
         gm_free(priv);
@@ -2818,9 +2825,12 @@ const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *
     return dev && dev->priv_ ? dev->priv_->totals : NULL;
 }
 
-const uint64_t *gm_analysis_totals_cats(const struct gm_analysis_device *dev)
+const uint64_t *gm_analysis_totals_cats(const struct gm_analysis_device *dev, size_t *n_rows)
 {
-    return dev && dev->priv_ && dev->priv_->totals ? dev->priv_->totals_cats : NULL;
+    const struct ana_cats *c =
+        dev && dev->priv_ && dev->priv_->totals ? dev->priv_->totals_cats : NULL;
+    *n_rows = c ? c->n : 0;
+    return c ? c->rows : NULL;
 }
 
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,

@@ -32,13 +32,14 @@ static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device 
                        const struct gm_bands *bands, const struct gm_lod_totals *lt)
 {
     const struct gm_lod *al = &lt->alloc;
-    /* the analysis' categories at each bucket's maximum, when these are its totals */
-    const uint64_t *cats = lt == gm_analysis_totals(ad) ? gm_analysis_totals_cats(ad) : NULL;
+    /* the analysis' categories at each row's kmax, when these are its totals */
+    size_t n_cats = 0;
+    const uint64_t *cats =
+        lt == gm_analysis_totals(ad) ? gm_analysis_totals_cats(ad, &n_cats) : NULL;
     struct gm_json *w = c->w;
     unsigned nb = al->n, ng = 0;
     int64_t *ks = gm_malloc(nb * sizeof(*ks));      /* per row: its kmax */
     uint32_t *size = gm_malloc(nb * sizeof(*size)); /* per row: its buckets */
-    uint64_t(*all)[GM_CATEGORY_COUNT] = NULL;       /* per row: cats at its first */
     uint64_t(*rest)[GM_CATEGORY_COUNT] = gm_malloc(nb * sizeof(*rest));
     uint64_t *runs = gm_malloc(2 * (size_t)nb * sizeof(*runs)); /* one category's */
     struct gm_error err;
@@ -51,13 +52,11 @@ static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device 
         ks[ng] = al->b[b].kmax;
         size[ng++] = 1;
     }
-    if (cats && ks && size) {
-        all = gm_malloc((ng ? ng : 1) * sizeof(*all));
-        for (unsigned g = 0, b = 0; all && g < ng; b += size[g++])
-            memcpy(all[g], cats + (size_t)b * GM_CATEGORY_COUNT, sizeof(all[g]));
-    }
-    if (!ks || !size || !rest || !runs || (cats && !all) ||
-        (cats ? gm_bands_rest_from(ad, bands, ks, ng, &all[0][0], rest, &err)
+    /* (the analysis' rows are these rows) */
+    if (n_cats != ng)
+        cats = NULL;
+    if (!ks || !size || !rest || !runs ||
+        (cats ? gm_bands_rest_from(ad, bands, ks, ng, cats, rest, &err)
               : gm_bands_rest_at(ad, bands, ks, ng, rest, &err)) != GM_OK) {
         c->nomem = true;
         gm_json_null(w);
@@ -90,7 +89,6 @@ static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device 
 out_free:
     gm_free(ks);
     gm_free(size);
-    gm_free(all);
     gm_free(rest);
     gm_free(runs);
 }
