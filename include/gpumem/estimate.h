@@ -321,6 +321,10 @@ struct gm_job_memory {
                                     the linears cast their operands to fp8 per matmul */
     enum gm_dtype adapter_dtype; /* LoRA adapters: UNKNOWN = fp32 (PEFT autocast_adapter_dtype)
                                     unless --precision bf16 */
+    bool loss_cache_block;       /* GM_LOSS_FUSED over materialised logits: the step replay
+                                    keeps one fp32 logits-sized block more in the cache, as
+                                    measured on fms-acceleration's FOAK runs, not read in code
+                                    (default true; docs/estimate.md) */
 };
 
 /* Where the job runs. */
@@ -878,7 +882,13 @@ struct gm_est_replay {
      * blocks and maps pages per stream, so until it frees its cache (retries 0) reserved is at
      * least the sum of these: what the replay reserves above that sum is the allocator's own */
     uint64_t stream_live_peak[GM_EST_STREAM__COUNT];
-    bool oom;         /* a request failed even after the retry */
+    bool oom; /* a request failed even after the retry */
+    /* --loss fused (gm_job_memory.loss_cache_block): the fp32 logits-sized block the replay
+     * keeps in the cache beside the loss's own, measured on fms-acceleration's FOAK runs, not
+     * read in code (bytes; 0 = none), and whether it was left out for want of room on the
+     * capacity (the allocator would have freed it and retried) */
+    uint64_t loss_cache_block;
+    bool loss_cache_no_room;
     bool expandable;  /* replayed with expandable_segments:True (pages mapped per stream) */
     bool wrap;        /* FSDP1's wrap was replayed before the first step (HF Trainer) */
     bool wrap_synced; /* ... with sync_module_states' broadcast buckets */

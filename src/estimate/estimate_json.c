@@ -50,6 +50,8 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
     if (j->mode == GM_EST_TRAIN) {
         gm_json_kv_str(w, "loss", choice_name("loss", (int)mem->loss));
         gm_json_kv_u64(w, "loss_chunks", mem->loss_chunks);
+        if (mem->loss == GM_LOSS_FUSED)
+            gm_json_kv_bool(w, "loss_cache_block", mem->loss_cache_block);
         gm_json_kv_u64(w, "checkpoint_every", mem->checkpoint_every);
         gm_json_kv_bool(w, "optimizer_in_backward", mem->optimizer_in_backward);
         gm_json_kv_bool(w, "activation_offload", mem->activation_offload);
@@ -298,6 +300,16 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
         gm_json_kv_bool(w, "oom", r->oom);
         gm_json_kv_bool(w, "floor_decides", r->floor);
         gm_json_kv_bool(w, "expandable_segments", r->expandable);
+        if (r->loss_cache_block || r->loss_cache_no_room) {
+            /* --loss fused: a measured allowance, not a mechanism read in code */
+            gm_json_key(w, "loss_cache_block");
+            gm_json_begin_object(w);
+            gm_json_kv_u64(w, "bytes", r->loss_cache_block);
+            gm_json_kv_bool(w, "no_room", r->loss_cache_no_room);
+            gm_json_kv_str(w, "basis", "measured");
+            gm_json_kv_str(w, "fit_on", "fms_a100_80gb_liger");
+            gm_json_end_object(w);
+        }
         if (r->at_capacity) {
             gm_json_kv_bool(w, "at_capacity", true);
             gm_json_kv_u64(w, "floor_bytes", r->floor_bytes);

@@ -43,6 +43,7 @@ void gm_job_init(struct gm_job *job)
     job->memory.lora.double_quant = true;
     job->memory.lora.block = 64;
     job->memory.lora.fp32_upcast = true;
+    job->memory.loss_cache_block = true;
     job->parallel.tp = 1;
     job->parallel.pp = 1;
     job->parallel.pp_schedule = GM_PP_1F1B;
@@ -774,6 +775,11 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_LOSS_CHUNKS] =
         NUM("loss-chunks", GM_JOB_U64, "N", "--loss chunked, chunked-backward: chunks (default 8)",
             TRAIN, GM_ENGINE_NONE, memory.loss_chunks, 1, 65536, 0),
+    [EST_SET_NO_LOSS_CACHE_BLOCK] =
+        FLAG_OFF("no-loss-cache-block",
+                 "--loss fused: leave out the fp32 logits-sized block the step replay keeps in "
+                 "the cache (measured on fms-acceleration's FOAK runs, not read in code)",
+                 TRAIN, memory.loss_cache_block),
     [EST_SET_CHECKPOINT_EVERY] =
         NUM("checkpoint-every", GM_JOB_U64, "N",
             "--grad-checkpointing full on every N-th layer only (torchtitan; default 1)", TRAIN,
@@ -1786,6 +1792,9 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
         mem->loss != GM_LOSS_CHUNKED_BACKWARD)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--loss-chunks needs --loss chunked or chunked-backward");
+    if (est_given(j, EST_SET_NO_LOSS_CACHE_BLOCK) && mem->loss != GM_LOSS_FUSED)
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--no-loss-cache-block needs --loss fused");
     if (mem->loss == GM_LOSS_COMPILED && j->stack.transformers)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--loss compiled is a training loop's own compiled F.cross_entropy, not "

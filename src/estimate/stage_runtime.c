@@ -389,6 +389,16 @@ static void replay_note(struct gm_estimate *e, bool floor_binds)
                    r->failed.step + 1, layer, gm_est_replay_at_name(r->failed.at),
                    gm_est_stream_name(r->failed.stream), (double)r->failed.live / (double)GM_GIB);
     }
+    if (r->loss_cache_block) /* measured, not read in code: said so (docs/estimate.md) */
+        est_assume(e,
+                   "step replay, --loss fused: one fp32 copy of the logits (%.2f GiB) more kept "
+                   "cached: measured on FOAK runs (fms_a100_80gb_liger.csv), not read in code; "
+                   "--no-loss-cache-block: none",
+                   (double)r->loss_cache_block / (double)GM_GIB);
+    else if (r->loss_cache_no_room)
+        est_assume(e, "step replay, --loss fused: no room on the GPU for the fp32 logits-sized "
+                      "cache block measured on FOAK runs (a cudaMalloc would fail and the cache be "
+                      "freed): none kept");
     if (r->at_capacity)
         est_assume(e,
                    "at the capacity: the floor's %.2f GiB is more than the GPU holds; there a "

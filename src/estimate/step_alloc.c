@@ -138,6 +138,16 @@ struct replay {
      * and their shifted copy, the 16-bit logits (upcast16) a temporary before them; the
      * loss nn.CrossEntropyLoss or the cross-entropy kernel in its place (upcast_kernel) */
     bool upcast, upcast16, upcast_kernel;
+    /* --loss fused over materialised logits (gm_job_memory.loss_cache_block): one fp32 copy
+     * of the logits (bytes; 0 = none) that the first step's loss asks for while its own
+     * logits blocks are taken and frees at once, so that the cache keeps a segment of that
+     * size (loss_cache_block()); its segment's bytes, and the GPU's bytes the block must find
+     * room in (0 = no limit; the GPU's in the replay without the limit too) */
+    uint64_t loss_block, loss_block_segment, capacity;
+    /* what it did: made (bytes), or left out for want of room; the allocator's peaks up to
+     * it (its instant is no tensor's, so the allocated peak leaves it out) */
+    uint64_t loss_block_made, kept_allocated_peak, kept_reserved_peak;
+    bool loss_block_no_room;
     /* the forward of a checkpointed layer (no_grad): tensor bytes by width */
     bool fwd_ops; /* run the layer's op sequence in forward */
     bool fused_norm, fused_rope, gated;
@@ -701,6 +711,8 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
                 (j->memory.loss == GM_LOSS_FULL || j->memory.loss == GM_LOSS_FUSED);
     r->upcast16 = r->upcast && ea != 4.0;
     r->upcast_kernel = r->upcast && j->memory.loss == GM_LOSS_FUSED;
+    r->loss_block =
+        j->memory.loss == GM_LOSS_FUSED && j->memory.loss_cache_block && v > 0 ? r->logits_32 : 0;
 }
 
 bool est_step_replay_applies(const struct est_ctx *cx)
@@ -1061,6 +1073,50 @@ static void backward_layer(struct replay *r, struct plan *pl, size_t n)
     raw_free(r, &g, g_size);
 }
 
+/* The cache block of --loss fused (r->loss_block), at the first step's loss with the loss's
+ * logits tensors live: one fp32 copy of the logits asked for and freed at once, so that the
+ * allocator makes a segment of that size (no free block of it: the logits blocks are taken)
+ * and keeps it cached, where later requests may use it and where freeing the cache on a
+ * failed cudaMalloc releases it.  Not a tensor of the job: the bytes live stay as they
+ * are, and the allocator's allocated peak leaves its instant out (the peaks up to it are
+ * kept, then reset).  Measured, not read in code: fms-acceleration's FOAK runs hold about
+ * one fp32 copy of the logits more than the replay of the code read (docs/estimate.md, "The
+ * FOAK runs' cache block").  Where the device has no room for its segment it is left out:
+ * near the capacity a cudaMalloc fails first and the allocator frees its cache. */
+static void loss_cache_block(struct replay *r)
+{
+    struct gm_alloc_stats s;
+    struct gm_alloc_block *b = NULL;
+    uint64_t ptr, alloc_peak;
+    enum gm_status st;
+    if (r->st || r->oom || !r->loss_block)
+        return;
+    if (r->capacity && r->reserved_cur + r->loss_block_segment > r->capacity) {
+        r->loss_block_no_room = true;
+        return;
+    }
+    gm_alloc_get_stats(r->a, &s);
+    alloc_peak = s.allocated_bytes[GM_ALLOC_STAT_ALL].peak;
+    r->where.request = r->loss_block;
+    r->where.live = r->cur;
+    st = gm_alloc_malloc_block(r->a, r->loss_block, GM_EST_STREAM_COMPUTE, &ptr, &b, NULL);
+    if (st == GM_ERR_LIMIT) { /* a free block too small after all: as no room */
+        r->loss_block_no_room = true;
+        return;
+    }
+    if (st || (st = gm_alloc_dealloc_block(r->a, b, r->err)) != GM_OK) {
+        r->st = st ? st : GM_ERR_NOMEM;
+        return;
+    }
+    gm_alloc_get_stats(r->a, &s);
+    if (alloc_peak > r->kept_allocated_peak)
+        r->kept_allocated_peak = alloc_peak;
+    if (s.reserved_bytes[GM_ALLOC_STAT_ALL].peak > r->kept_reserved_peak)
+        r->kept_reserved_peak = s.reserved_bytes[GM_ALLOC_STAT_ALL].peak;
+    gm_alloc_reset_peak(r->a);
+    r->loss_block_made = r->loss_block;
+}
+
 static struct plan *find_life(struct plan *pl, size_t n, enum life life)
 {
     for (size_t i = 0; i < n; i++)
@@ -1096,6 +1152,11 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
     each(r, pl, n, LIFE_PREFETCH, 0, true);
     spans(r, pl, n, M_LOSS, true);
     each(r, pl, n, LIFE_BACKWARD, 0, true); /* made before the loss's backward runs */
+    for (size_t i = 0; first_step && i < n; i++)
+        if (pl[i].life == LIFE_SPAN && pl[i].prof == PROF_LOGITS && pl[i].addr[0]) {
+            loss_cache_block(r);
+            break;
+        }
     for (size_t i = 0; i < n; i++)
         if (pl[i].life == LIFE_SPAN && pl[i].prof == PROF_LOGITS && pl[i].last == M_LOSS) {
             if (r->inline_ce)
@@ -1349,6 +1410,8 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
         return GM_OK;
     r.err = err;
     r.where.pass = pass;
+    r.loss_block_segment =
+        r.loss_block ? gm_alloc_segment_size(gm_alloc_round_size(&pr->conf, r.loss_block)) : 0;
     /* arrays the kept model's runs share: fresh ones would be fresh pages each run */
     if (!GM_VEC_RESERVE(k->pl, k->cap_pl, n, NULL) ||
         !GM_VEC_RESERVE(k->mem, k->cap_mem, 3 * pr->slots, NULL) ||
@@ -1447,6 +1510,12 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     out->requested_peak = r.peak;
     out->allocated_peak = stats.allocated_bytes[GM_ALLOC_STAT_ALL].peak;
     out->reserved_peak = stats.reserved_bytes[GM_ALLOC_STAT_ALL].peak;
+    if (r.kept_allocated_peak > out->allocated_peak) /* the peaks before loss_cache_block() */
+        out->allocated_peak = r.kept_allocated_peak;
+    if (r.kept_reserved_peak > out->reserved_peak)
+        out->reserved_peak = r.kept_reserved_peak;
+    out->loss_cache_block = r.loss_block_made;
+    out->loss_cache_no_room = r.loss_block_no_room;
     out->capacity_bytes = capacity;
     out->segments = stats.num_device_alloc;
     out->retries = stats.num_alloc_retries;
@@ -1635,6 +1704,11 @@ enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_
 
     if ((st = prepare(cx, &pr, err)) != GM_OK)
         return st;
+    /* the cache block's room is the GPU's, in the run without the limit too: what that run
+     * reserves for a job that does not fit holds no cache the device had no room for (a
+     * replay without the block stays one for every GPU) */
+    if (pr.r.loss_block)
+        pr.r.capacity = capacity;
     /* a traced run reports every segment as it is made: it always runs, limited first */
     if (!cx->trace && cx->replays && pr.n)
         key = memo_key(&pr, &len);

@@ -7,7 +7,8 @@
  * freed after record_stream, come back only once the compute stream is done with them;
  * GPTBigCode's own loss under autocast reserves a third fp32 segment of the shifted logits;
  * a model that upcasts its logits itself (transformers before 4.46) takes a segment for its
- * 16-bit logits beside those of the fp32 logits and their shifted copy;
+ * 16-bit logits beside those of the fp32 logits and their shifted copy; --loss fused keeps
+ * the fp32 logits-sized block measured on FOAK's runs in the cache, where there is room;
  * near the capacity the allocator frees its cache and retries, and a job that cannot fit is
  * judged so; a replay remembered or answered from the one without a limit is the replay
  * run; where the replay does not apply (inference, engines, --fragmentation given,
@@ -739,7 +740,8 @@ static void test_fsdp1_wrap_segments(void **state)
  * 4 x 4096 tokens (vocabulary 32000) takes four logits-sized segments at its loss (the
  * 16-bit logits, 1000 MiB; the fp32 upcast, the shifted copy and the log-softmax, 2000 MiB
  * each) and no more later; with FOAK's cross-entropy kernel (--loss fused) three, the
- * log-softmax's missing.  A job that does not fit reruns without the limit (pass 1), and
+ * log-softmax's missing (the code read: --no-loss-cache-block, test_loss_cache_block has the
+ * block).  A job that does not fit reruns without the limit (pass 1), and
  * the figures are that pass's; a job without a replay calls nothing. */
 static void test_segment_trace(void **state)
 {
@@ -756,7 +758,8 @@ static void test_segment_trace(void **state)
     assert_int_equal(plain.bytes[0], est->replay.reserved_peak);
     assert_int_equal(plain.n[1], 0);
     assert_int_equal(plain.loss_big, 4);
-    snprintf(settings, sizeof settings, "%s --loss fused --fused-kernels rms_norm,rope", job);
+    snprintf(settings, sizeof settings,
+             "%s --loss fused --fused-kernels rms_norm,rope --no-loss-cache-block", job);
     run_traced("mistral-7b", settings, &est, sum_segment, &fused);
     assert_int_equal(fused.n[0], est->replay.segments);
     assert_int_equal(fused.bytes[0], est->replay.reserved_peak);
@@ -784,7 +787,8 @@ static void test_segment_trace(void **state)
  * MiB).  With the unsloth kernel (FOAK) in place of nn.CrossEntropyLoss nothing more: its
  * gradient goes into the shifted copy, SliceBackward's zeros into the fp32 logits' block
  * once the Trainer has dropped the outputs, the 16-bit gradient into the first; with
- * nn.CrossEntropyLoss the fp32 log-softmax a fourth (2000 MiB). */
+ * nn.CrossEntropyLoss the fp32 log-softmax a fourth (2000 MiB).  (The code read:
+ * --no-loss-cache-block; test_loss_cache_block has the measured block.) */
 static void test_model_upcast_loss_segments(void **state)
 {
     static const char *const job =
@@ -793,7 +797,8 @@ static void test_model_upcast_loss_segments(void **state)
     char settings[512];
     struct seg_sum fused = {0}, full = {0};
     (void)state;
-    snprintf(settings, sizeof settings, "%s --loss fused --fused-kernels rms_norm,rope", job);
+    snprintf(settings, sizeof settings,
+             "%s --loss fused --fused-kernels rms_norm,rope --no-loss-cache-block", job);
     run_traced("mistral-7b", settings, &est, sum_segment, &fused);
     assert_true(est->replay.used && !est->replay.oom);
     assert_int_equal(est->replay.requested_peak, est->peak_allocated_bytes);
@@ -803,6 +808,92 @@ static void test_model_upcast_loss_segments(void **state)
     assert_true(est->replay.used && !est->replay.oom);
     assert_int_equal(full.loss_big, 4);
     assert_int_equal(full.loss_big_bytes, 7000 * GM_MIB);
+}
+
+/* The FOAK cache block (loss_cache_block() in step_alloc.c; measured on fms-acceleration's
+ * FOAK runs, not read in code): with --loss fused the first step's loss asks for one fp32
+ * copy of the logits more while its own logits blocks are taken and frees it at once, so
+ * the loss takes a fourth logits-sized segment (Mistral-7B at 4 x 4096 tokens, transformers
+ * 4.45.2: 1000 + 3 x 2000 MiB, against 1000 + 2 x 2000 MiB of the code read) that stays
+ * cached: reserved grows by it, no tensor does (requested and allocated peaks stay), and the
+ * estimate says it is measured.  --no-loss-cache-block gives the replay of the code read.
+ * On a GPU with no room for its segment at the loss the block is left out and the replay is
+ * the one without it, with no retry; on one with room at the loss but not for the step's
+ * later segments, the allocator frees the cached block with the rest of its cache and
+ * retries, and the job fits. */
+struct loss_block_seg {
+    uint64_t bytes;          /* the block's, from the estimate */
+    uint64_t reserved_after; /* reserved once its segment was made (pass 0, step 1's loss) */
+};
+
+static void find_loss_block(void *ctx, const struct gm_est_replay_segment *seg)
+{
+    struct loss_block_seg *t = ctx;
+    if (!seg->pass && !seg->step && seg->at == GM_EST_AT_LOSS && seg->request == t->bytes)
+        t->reserved_after = seg->reserved;
+}
+
+static void test_loss_cache_block(void **state)
+{
+    static const char *const job =
+        "--train --batch 4 --seq 4096 --grad-checkpointing full --precision bf16-mixed --lora "
+        "--lora-rank 16 --lora-targets q,k,v,o --transformers-version 4.45.2 --loss fused "
+        "--fused-kernels rms_norm,rope";
+    char settings[512];
+    struct seg_sum with = {0}, without = {0};
+    struct loss_block_seg blk = {2000 * GM_MIB, 0};
+    uint64_t reserved, reserved_off, allocated_off, outside;
+    bool said = false;
+    (void)state;
+    snprintf(settings, sizeof settings, "%s --no-loss-cache-block", job);
+    run_traced("mistral-7b", settings, &est, sum_segment, &without);
+    assert_true(est->replay.used && !est->replay.oom);
+    assert_int_equal(est->replay.loss_cache_block, 0);
+    assert_int_equal(without.loss_big, 3);
+    reserved_off = est->replay.reserved_peak;
+    allocated_off = est->replay.allocated_peak;
+    outside = est->device_bytes - est->peak_reserved_bytes;
+
+    run_traced("mistral-7b", job, &est, sum_segment, &with);
+    assert_true(est->replay.used && !est->replay.oom && !est->replay.retries);
+    assert_int_equal(est->replay.loss_cache_block, 2000 * GM_MIB);
+    assert_int_equal(with.loss_big, 4);
+    assert_int_equal(with.loss_big_bytes, 7000 * GM_MIB);
+    assert_int_equal(est->replay.requested_peak, est->peak_allocated_bytes);
+    assert_int_equal(est->replay.allocated_peak, allocated_off);
+    assert_true(est->replay.reserved_peak > reserved_off);
+    assert_true(est->replay.reserved_peak <= reserved_off + 2000 * GM_MIB);
+    assert_int_equal(with.bytes[0], est->replay.reserved_peak);
+    for (size_t i = 0; i < est->n_assumptions; i++)
+        said = said || (strstr(est->assumptions[i], "--loss fused: one fp32 copy of the logits") &&
+                        strstr(est->assumptions[i], "measured on FOAK runs"));
+    assert_true(said);
+    reserved = est->replay.reserved_peak;
+
+    /* no room at the loss: none kept, the replay of the code read */
+    snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
+             (unsigned long long)((reserved_off + outside) / GM_MIB + 64));
+    run("mistral-7b", settings, &est);
+    assert_true(est->replay.used && !est->replay.oom && !est->replay.retries);
+    assert_true(est->replay.loss_cache_no_room);
+    assert_int_equal(est->replay.loss_cache_block, 0);
+    assert_int_equal(est->replay.reserved_peak, reserved_off);
+    assert_true(est->fit.fits);
+
+    /* room at the loss, not for what the step takes after it: the cache (the block with it)
+     * is freed and the request retried */
+    run_traced("mistral-7b", job, &est, find_loss_block, &blk);
+    assert_true(blk.reserved_after > 0 && blk.reserved_after < reserved);
+    snprintf(
+        settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
+        (unsigned long long)((blk.reserved_after + (reserved - blk.reserved_after) / 2 + outside) /
+                             GM_MIB));
+    run("mistral-7b", settings, &est);
+    assert_true(est->replay.used && !est->replay.oom);
+    assert_int_equal(est->replay.loss_cache_block, 2000 * GM_MIB);
+    assert_true(est->replay.retries > 0);
+    assert_true(est->replay.reserved_peak <= est->replay.capacity_bytes);
+    assert_true(est->fit.fits);
 }
 
 /* gm_estimate_run_segments() collects what the trace hands over: as many segments as the
@@ -875,6 +966,7 @@ int main(void)
         cmocka_unit_test(test_segment_trace),
         cmocka_unit_test(test_segment_list),
         cmocka_unit_test(test_model_upcast_loss_segments),
+        cmocka_unit_test(test_loss_cache_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
