@@ -428,7 +428,8 @@ struct gm_analysis_opts {
     /* also keep each device's allocated and reserved bytes over its axis, as
      * gm_lod_axis_timeline() makes them in gm_lod_finest_buckets() buckets, from the
      * series' own pass (gm_analysis_totals()): what the HTML report draws, which then
-     * walks no trace for it; 4 bytes an event and up to 7 MiB a device more, outside the
+     * walks no trace for it, and the bytes by category at each bucket's maximum
+     * (gm_analysis_totals_cats()); 4 bytes an event and up to 11 MiB a device more, outside the
      * snapshot's memory limit, held for every device until gm_analysis_free() (the report
      * held one device's at a time).  Only gm_analysis_run() keeps them:
      * gm_analysis_run_figures() and gm_analysis_diff_prepare() ignore it */
@@ -454,6 +455,17 @@ const struct gm_lod_totals *gm_analysis_totals(const struct gm_analysis_device *
  * analysis lacks them (not asked for, out of memory), and its caller loads the file again with
  * its events.  False when the snapshot kept them. */
 bool gm_analysis_reads_trace(const struct gm_analysis *an);
+
+/* With those totals: the bytes by category of the device's allocations
+ * (gm_analysis_alloc.category) alive after the event of the most allocated (kmax; -1: the
+ * initial state) of the buckets of their allocated series (gm_lod_totals.alloc), one row of
+ * GM_CATEGORY_COUNT values for each run of buckets in a row with one kmax (a bucket that
+ * holds the value carried in has the kmax of the bucket before), in bucket order: row r
+ * from [r * GM_CATEGORY_COUNT], *n_rows of them (borrowed, valid until gm_analysis_free());
+ * NULL (*n_rows 0) when the totals are not kept, or out of memory.  Kept by the analysis
+ * after its series' pass, so that the report reads them rather than sum the allocations
+ * again. */
+const uint64_t *gm_analysis_totals_cats(const struct gm_analysis_device *dev, size_t *n_rows);
 
 /* The device with CUDA index 'index', or NULL. Borrowed. */
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,

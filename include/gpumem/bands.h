@@ -78,6 +78,15 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
                                 const int64_t *ks, size_t n, uint64_t (*out)[GM_CATEGORY_COUNT],
                                 struct gm_error *err);
 
+/* gm_bands_rest_at() when the bytes by category of every allocation alive after each
+ * event of 'ks' are known ('all': GM_CATEGORY_COUNT values a question, e.g.
+ * gm_analysis_totals_cats()): the bands alive there are taken off, with no pass over the
+ * other allocations.  'ks' in event order (non-decreasing; else the answer is
+ * gm_bands_rest_at()'s, which does not read 'all').  Errors: GM_ERR_NOMEM. */
+enum gm_status gm_bands_rest_from(const struct gm_analysis_device *ad, const struct gm_bands *b,
+                                  const int64_t *ks, size_t n, const uint64_t *all,
+                                  uint64_t (*out)[GM_CATEGORY_COUNT], struct gm_error *err);
+
 /* NULL-safe; the struct may be chosen again. */
 void gm_bands_release(struct gm_bands *b);
 

@@ -310,6 +310,28 @@ static inline void gm_lod_totals_add(struct gm_lod_totals *t, int64_t k,
     gm_lod_totals_step(t, k, e, allocated, reserved);
 }
 
+/* Whether 'reserved' is the value of the reserved series' last point (the event before's). */
+static inline bool gm_lod_totals_reserved_is(const struct gm_lod_totals *t, uint64_t reserved)
+{
+    return t->res.cur_b_->last == reserved;
+}
+
+/* gm_lod_totals_add() when gm_lod_totals_reserved_is(t, reserved): it then moves nothing of
+ * the reserved series, and is not compared (a run of events that change only the allocated
+ * bytes; after it, 'reserved' is still the last point's). */
+static inline void gm_lod_totals_add_same_reserved(struct gm_lod_totals *t, int64_t k,
+                                                   const struct gm_snapshot_event *e,
+                                                   uint64_t allocated, uint64_t reserved)
+{
+    int64_t v;
+    if (gm_snapshot_span_us(e->time_us, t->axis.t0_us, &v) && (uint64_t)v < t->next_u_) {
+        t->axis.x32_[k] = (uint32_t)v;
+        gm_lod_add_here(&t->alloc, k, allocated);
+        return;
+    }
+    gm_lod_totals_step(t, k, e, allocated, reserved);
+}
+
 /* After the last event. */
 void gm_lod_totals_end(struct gm_lod_totals *t);
 

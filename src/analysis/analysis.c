@@ -145,6 +145,7 @@ struct work {
     struct site_stat *sites;             /* per allocation stack seen in the trace */
     struct ana_index iters_ix;           /* event -> iteration */
     struct gm_lod_totals *totals;        /* gm_analysis_opts.totals: fed by build_series */
+    struct ana_cats *totals_cats;        /* with them: gm_analysis_totals_cats() (NULL: none) */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
     struct ana_times tm; /* per event its time's step, kept by scan_trace while every event
@@ -1631,6 +1632,75 @@ static GM_INLINE_ALWAYS void offer_total(struct gm_lod *lod, struct gm_analysis_
         set_min_max(slot, gm_lod_add_here(lod, k, total), k, e, ph, total, reserved, cur);
 }
 
+/* The series pass's run of events each in turn for the totals (series_pass()): its state,
+ * what the run reads, and where it writes back. */
+struct totals_run {
+    const struct changes *ch;
+    struct gm_analysis_iteration *iv; /* the iteration the run is inside, or NULL */
+    struct gm_lod *lod;               /* the series */
+    struct gm_analysis_point *slot;   /* its current bucket's points */
+    struct gm_lod_totals *lt;
+    uint64_t walk_base, reserved;
+    const uint8_t *phase;
+    const uint16_t *dt; /* the times' steps (scan_trace()'s), NULL: no time */
+    const uint32_t *dt_wide;
+    size_t *wi;                   /* in and out: the next wide step */
+    int64_t *t;                   /* in and out: the time of the event before */
+    int64_t t_stop;               /* with by_time: the first time past the series' bucket */
+    struct gm_snapshot_event *ej; /* the event as the series reads it (its time) */
+    uint64_t *prev_total;         /* in and out: the total after the event before */
+};
+
+/* Events j up to 'to' (or, 'by_time', to the first whose time reaches r->t_stop), each in
+ * turn: its changes taken, offered to the series' bucket and added to the totals; returns
+ * where it stopped.  'timed': r->dt is there (else every time is r->t's); 'same_reserved':
+ * the run's reserved bytes (one value: no segment event inside it) are already the totals'
+ * last (gm_lod_totals_reserved_is()).  Compiled for each case, so that no case is tested
+ * per event. */
+static GM_INLINE_ALWAYS int64_t totals_run(const struct totals_run *r, int64_t j, int64_t to,
+                                           const bool timed, const bool by_time,
+                                           const bool same_reserved)
+{
+    const struct changes *ch = r->ch;
+    int64_t t = *r->t;
+    size_t wi = *r->wi;
+    uint64_t prev_total = *r->prev_total;
+    if (!timed && by_time && t >= r->t_stop)
+        to = j; /* (no step: the first event would stop it) */
+    for (; j < to; j++) {
+        if (timed) {
+            uint32_t d = r->dt[j];
+            int64_t tj;
+            if (GM_LIKELY(d != DT_WIDE)) {
+                tj = t + (int64_t)d;
+                if (by_time && tj >= r->t_stop)
+                    break;
+            } else {
+                tj = t + (int64_t)r->dt_wide[wi];
+                if (by_time && tj >= r->t_stop)
+                    break;
+                wi++;
+            }
+            t = tj;
+        }
+        r->ej->time_us = t;
+        /* (every change before j is taken: these are j's) */
+        take_changes_before(ch, j + 1, r->iv);
+        offer_total(r->lod, r->slot, prev_total, j, r->ej, r->phase[j], *ch->total, r->reserved,
+                    ch->cur);
+        prev_total = *ch->total;
+        if (same_reserved)
+            gm_lod_totals_add_same_reserved(r->lt, j, r->ej, *ch->total + r->walk_base,
+                                            r->reserved);
+        else
+            gm_lod_totals_add(r->lt, j, r->ej, *ch->total + r->walk_base, r->reserved);
+    }
+    *r->t = t;
+    *r->wi = wi;
+    *r->prev_total = prev_total;
+    return j;
+}
+
 /* The first event after k that is the peak, an iteration's first or last event or the one
  * before its first (the last event when none is); *it: the first iteration that may hold
  * one, moved forward. */
@@ -1925,21 +1995,21 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                     /* the totals take every event: each in turn up to 'to' or the bucket's
                      * end, its time added up */
                     struct gm_snapshot_event ej = known[0];
-                    for (; j < to; j++) {
-                        uint32_t d = dt ? dt[j] : 0;
-                        int64_t tj = t + (int64_t)(d == DT_WIDE ? dt_wide[wi] : d);
-                        if (by_time && tj >= t_stop)
-                            break;
-                        wi += d == DT_WIDE;
-                        t = tj;
-                        ej.time_us = t;
-                        /* (every change before j is taken: these are j's) */
-                        take_changes_before(&ch, j + 1, iv);
-                        offer_total(&lod, &slots[3 * (size_t)cur_b], prev_total, j, &ej,
-                                    w->phase[j], total, reserved, cur);
-                        prev_total = total;
-                        gm_lod_totals_add(lt, j, &ej, total + walk_base, reserved);
-                    }
+                    struct totals_run r = {&ch,    iv,        &lod,       &slots[3 * (size_t)cur_b],
+                                           lt,     walk_base, reserved,   w->phase,
+                                           dt,     dt_wide,   &wi,        &t,
+                                           t_stop, &ej,       &prev_total};
+                    /* (compiled for each: no test of any per event.  The run's reserved
+                     * bytes are the totals' last already, the main loop having added event
+                     * k with them: the general case is kept for safety, not reached) */
+                    if (!gm_lod_totals_reserved_is(lt, reserved))
+                        j = totals_run(&r, j, to, dt != NULL, by_time, false);
+                    else if (!dt)
+                        j = totals_run(&r, j, to, false, by_time, true);
+                    else if (by_time)
+                        j = totals_run(&r, j, to, true, true, true);
+                    else
+                        j = totals_run(&r, j, to, true, false, true);
                     to = j;
                 }
                 /* the events' times up to 'to' or the bucket's end */
@@ -2007,6 +2077,53 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
     gm_free(slots);
     gm_lod_release(&lod);
     return GM_OK;
+}
+
+/* The bytes by category after the event of the most allocated (kmax) of the buckets of the
+ * report's totals, a row for each run of buckets with one kmax (gm_analysis_totals_cats()),
+ * once the series pass has made them: the allocations and frees taken in trace order, as
+ * that pass takes them, up to each run's kmax in turn.  The kmax's never go back (a
+ * bucket's own points come after the bucket before's last one, and a bucket that holds the
+ * value carried in has that point), so this is one merge of the allocations and the frees
+ * with the runs: no search and no pass over the events.  Into *out; false when out of
+ * memory, or kmax goes back after all (nothing kept then). */
+static bool totals_cats_build(const struct work *w, struct ana_cats *out)
+{
+    const struct gm_lod *al = &w->totals->alloc;
+    const struct gm_analysis_device *dev = w->dev;
+    const struct gm_analysis_alloc *allocs = dev->allocs;
+    const struct gm_analysis_alloc *a = allocs, *a_end = allocs + dev->n_allocs;
+    const uint32_t *f = w->free_of, *f_end = w->free_of + w->n_free_of;
+    const struct gm_lod_bucket *bk = al->b;
+    unsigned nb = al->n;
+    /* room for a row a bucket, the rest given back once the rows are counted */
+    uint64_t(*row)[GM_CATEGORY_COUNT] = gm_malloc((nb ? nb : 1) * sizeof(*row)),
+    (*fit)[GM_CATEGORY_COUNT];
+    uint64_t cur[GM_CATEGORY_COUNT] = {0};
+    int64_t last = INT64_MIN;
+    size_t n = 0;
+    if (!row)
+        return false;
+    for (unsigned b = 0; b < nb; b++) {
+        int64_t k = bk[b].kmax;
+        if (k == last)
+            continue;
+        if (k < last) {
+            gm_free(row);
+            return false;
+        }
+        last = k;
+        for (; a < a_end && a->alloc_event <= k; a++)
+            cur[a->category] += a->bytes;
+        for (const struct gm_analysis_alloc *g; f < f_end && (g = &allocs[*f])->free_event <= k;
+             f++)
+            cur[g->category] -= g->bytes;
+        copy_bytes(row[n++], cur);
+    }
+    fit = gm_realloc(row, (n ? n : 1) * sizeof(*row));
+    out->rows = (uint64_t *)(fit ? fit : row);
+    out->n = n;
+    return true;
 }
 
 /* The pass with the series and the one without (ANA_PARTS_FIGURES): one pass, compiled
@@ -2588,6 +2705,9 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         w.totals = &priv->totals[d];
     if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
         goto out;
+    /* (none when out of memory: the report then sums them itself) */
+    if (w.totals && priv->totals_cats && totals_cats_build(&w, &priv->totals_cats[d]))
+        w.totals_cats = &priv->totals_cats[d];
     drop_times(&w);
     dev->peak_phase = (uint8_t)gm_analysis_phase_at(dev, dev->peak_event);
     dev->peak_iteration = iteration_of(&w, dev->peak_event);
@@ -2600,6 +2720,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     }
     dev->priv_ = dp;
     dp->totals = w.totals;
+    dp->totals_cats = w.totals_cats;
     /* the per-event phases are not needed any more: give them back before the sweep */
     gm_big_free(w.phase, n ? n : 1);
     w.phase = NULL;
@@ -2697,8 +2818,11 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
     an->devices =
         gm_arena_calloc(&priv->arena, an->n_devices ? an->n_devices : 1, sizeof(*an->devices));
     priv->layouts = gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->layouts));
-    if (opts && opts->totals && parts == ANA_PARTS_ALL)
+    if (opts && opts->totals && parts == ANA_PARTS_ALL) {
         priv->totals = gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->totals));
+        priv->totals_cats =
+            gm_calloc(an->n_devices ? an->n_devices : 1, sizeof(*priv->totals_cats));
+    }
     if (!an->devices || !priv->layouts) {
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto fail;
@@ -2767,6 +2891,9 @@ void gm_analysis_free(struct gm_analysis *an)
         for (size_t d = 0; priv->totals && d < an->n_devices; d++)
             gm_lod_totals_release(&priv->totals[d]);
         gm_free(priv->totals);
+        for (size_t d = 0; priv->totals_cats && d < an->n_devices; d++)
+            gm_free(priv->totals_cats[d].rows);
+        gm_free(priv->totals_cats);
         gm_arena_release(&priv->arena);
         gm_free(priv);
     }
@@ -2793,6 +2920,14 @@ bool gm_analysis_reads_trace(const struct gm_analysis *an)
             return true;
     }
     return false;
+}
+
+const uint64_t *gm_analysis_totals_cats(const struct gm_analysis_device *dev, size_t *n_rows)
+{
+    const struct ana_cats *c =
+        dev && dev->priv_ && dev->priv_->totals ? dev->priv_->totals_cats : NULL;
+    *n_rows = c ? c->n : 0;
+    return c ? c->rows : NULL;
 }
 
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,

@@ -159,6 +159,12 @@ struct ana_kept {
     size_t bytes;
 };
 
+/* gm_analysis_totals_cats() of a device: 'n' rows (NULL: none). */
+struct ana_cats {
+    uint64_t *rows;
+    size_t n;
+};
+
 struct ana_priv {
     struct gm_arena arena;
     struct ana_kept *kept;
@@ -166,6 +172,7 @@ struct ana_priv {
     uint64_t held;                     /* bytes of results, against the snapshot's memory limit */
     struct gm_layout_history *layouts; /* one per device, same order as an->devices */
     struct gm_lod_totals *totals;      /* one per device (gm_analysis_opts.totals), or NULL */
+    struct ana_cats *totals_cats;      /* with them, one per device: gm_analysis_totals_cats() */
     size_t n_first_pass_taken;         /* devices whose first pass the load made (tests read it) */
 };
 
@@ -183,6 +190,7 @@ enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_
 struct ana_device_priv {
     const struct gm_layout_history *layout; /* the device's layout history (NULL: none) */
     const struct gm_lod_totals *totals;     /* gm_analysis_totals() */
+    const struct ana_cats *totals_cats;     /* gm_analysis_totals_cats(), or NULL */
 };
 
 /* Keep 'p' (a gm_big array of 'bytes') until gm_analysis_free(); false when out of memory

@@ -576,6 +576,58 @@ enum gm_status gm_bands_rest_at(const struct gm_analysis_device *ad, const struc
     return GM_OK;
 }
 
+/* The first of ks[0..n) (non-decreasing) at or after event k; n when none. */
+static size_t first_at_or_after(const int64_t *ks, size_t n, int64_t k)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ks[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A band is alive at the questions from the first at or after its alloc to the first at
+ * or after its free (the questions in event order, a run of them): it is taken off that
+ * run through a difference array, summed as the answers are written. */
+enum gm_status gm_bands_rest_from(const struct gm_analysis_device *ad, const struct gm_bands *b,
+                                  const int64_t *ks, size_t n, const uint64_t *all,
+                                  uint64_t (*out)[GM_CATEGORY_COUNT], struct gm_error *err)
+{
+    uint64_t(*d)[GM_CATEGORY_COUNT];
+    uint64_t cur[GM_CATEGORY_COUNT] = {0};
+    for (size_t i = 1; i < n; i++)
+        if (ks[i - 1] > ks[i])
+            return gm_bands_rest_at(ad, b, ks, n, out, err);
+    d = gm_calloc(n + 1, sizeof(*d)); /* per question, and past the last */
+    if (!d)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline bands: out of memory");
+    for (size_t j = 0; b && ad && j < b->n; j++) {
+        const struct gm_analysis_alloc *a = &ad->allocs[b->allocs[j]];
+        int cat = a->category < GM_CATEGORY_COUNT ? a->category : GM_CATEGORY_OTHER;
+        size_t lo, hi;
+        if (!ever_alive(a))
+            continue;
+        lo = first_at_or_after(ks, n, a->alloc_event);
+        hi = a->free_event < 0 ? n : first_at_or_after(ks, n, a->free_event);
+        if (lo >= hi)
+            continue;
+        d[lo][cat] += a->bytes;
+        d[hi][cat] -= a->bytes;
+    }
+    for (size_t q = 0; q < n; q++) {
+        const uint64_t *v = all + q * GM_CATEGORY_COUNT;
+#pragma GCC unroll 8 /* a handful of categories, each sum kept in a register */
+        for (int c = 0; c < GM_CATEGORY_COUNT; c++)
+            out[q][c] = v[c] - (cur[c] += d[q][c]);
+    }
+    gm_free(d);
+    return GM_OK;
+}
+
 void gm_bands_release(struct gm_bands *b)
 {
     if (!b)

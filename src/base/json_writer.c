@@ -335,10 +335,10 @@ static void ints(struct gm_json *w, const char *p, size_t n, size_t stride, bool
         else
             gm_json_u64(w, u);
     }
-    /* the text of the value before, copied again for an equal one: the page's level of
-     * detail repeats most values (buckets that carry the one before) */
-    char last[GM_FMT_ROOM + 4];
-    size_t n_last = 0;
+    /* the text of the value before after its comma, copied again for an equal one: the
+     * page's level of detail repeats most values (buckets that carry the one before) */
+    char last[GM_FMT_ROOM + 4] = {','};
+    size_t n_last = 0; /* with the comma */
     uint64_t last_u = 0;
     while (i < n) {
         char *q;
@@ -350,16 +350,15 @@ static void ints(struct gm_json *w, const char *p, size_t n, size_t stride, bool
         fit = (sizeof(w->buf) - w->n_buf) / (GM_FMT_ROOM + 2);
         end = n - i < fit ? n : i + fit;
         for (; i < end; i++, p += stride) {
-            *q++ = ',';
             memcpy(&u, p, sizeof(u));
             if (u != last_u || !n_last) {
                 memcpy(&v, p, sizeof(v));
-                n_last =
-                    (size_t)((is_signed ? gm_fmt_i64_room(last, v) : gm_fmt_u64_room(last, u)) -
-                             last);
+                n_last = (size_t)((is_signed ? gm_fmt_i64_room(last + 1, v)
+                                             : gm_fmt_u64_room(last + 1, u)) -
+                                  last);
                 last_u = u;
             }
-            memcpy(q, last, GM_FMT_ROOM + 1); /* the room of one value */
+            memcpy(q, last, GM_FMT_ROOM + 2); /* the room of one value and its comma */
             q += n_last;
         }
         w->n_buf = (size_t)(q - w->buf);

@@ -25,20 +25,39 @@
 /* "rest": of each bucket, the bytes by category of what is not a band after its event of
  * the most allocated (kmax), so that the bands alive there and this stack add up to amax;
  * a category with nothing in any bucket is null, the others runs [value, buckets, value,
- * buckets...] (they change far less often than the buckets do). */
+ * buckets...] (they change far less often than the buckets do).  Buckets in a row with one
+ * kmax (those that hold the value carried in: most of them at this level) have one rest:
+ * it is asked once for the row, and the runs are made of rows. */
 static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device *ad,
-                       const struct gm_bands *bands, const struct gm_lod *al)
+                       const struct gm_bands *bands, const struct gm_lod_totals *lt)
 {
+    const struct gm_lod *al = &lt->alloc;
+    /* the analysis' categories at each row's kmax, when these are its totals */
+    size_t n_cats = 0;
+    const uint64_t *cats =
+        lt == gm_analysis_totals(ad) ? gm_analysis_totals_cats(ad, &n_cats) : NULL;
     struct gm_json *w = c->w;
-    unsigned nb = al->n;
-    int64_t *ks = gm_malloc(nb * sizeof(*ks));
+    unsigned nb = al->n, ng = 0;
+    int64_t *ks = gm_malloc(nb * sizeof(*ks));      /* per row: its kmax */
+    uint32_t *size = gm_malloc(nb * sizeof(*size)); /* per row: its buckets */
     uint64_t(*rest)[GM_CATEGORY_COUNT] = gm_malloc(nb * sizeof(*rest));
     uint64_t *runs = gm_malloc(2 * (size_t)nb * sizeof(*runs)); /* one category's */
     struct gm_error err;
     gm_json_key(w, "rest");
-    for (unsigned b = 0; ks && b < nb; b++)
-        ks[b] = al->b[b].kmax;
-    if (!ks || !rest || !runs || gm_bands_rest_at(ad, bands, ks, nb, rest, &err) != GM_OK) {
+    for (unsigned b = 0; ks && size && b < nb; b++) {
+        if (ng && al->b[b].kmax == ks[ng - 1]) {
+            size[ng - 1]++;
+            continue;
+        }
+        ks[ng] = al->b[b].kmax;
+        size[ng++] = 1;
+    }
+    /* (the analysis' rows are these rows) */
+    if (n_cats != ng)
+        cats = NULL;
+    if (!ks || !size || !rest || !runs ||
+        (cats ? gm_bands_rest_from(ad, bands, ks, ng, cats, rest, &err)
+              : gm_bands_rest_at(ad, bands, ks, ng, rest, &err)) != GM_OK) {
         c->nomem = true;
         gm_json_null(w);
         goto out_free;
@@ -47,23 +66,20 @@ static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device 
     for (int cat = 0; cat < GM_CATEGORY_COUNT; cat++) {
         size_t n_runs = 0;
         bool any = false;
-        for (unsigned b = 0; b < nb && !any; b++)
-            any = rest[b][cat] != 0;
+        for (unsigned g = 0; g < ng && !any; g++)
+            any = rest[g][cat] != 0;
         if (!any) {
             gm_json_null(w);
             continue;
         }
-        /* runs of equal buckets [value, count], stepping by bucket: a pointer to the
-         * category's element stepping by the row would point past the array's end after
-         * the last bucket (C11 6.5.6p8); rest + nb is its end */
-        for (uint64_t(*v)[GM_CATEGORY_COUNT] = rest, (*end)[GM_CATEGORY_COUNT] = rest + nb;
-             v < end;) {
-            uint64_t(*e)[GM_CATEGORY_COUNT] = v + 1;
-            while (e < end && (*e)[cat] == (*v)[cat])
-                e++;
-            runs[n_runs++] = (*v)[cat];
-            runs[n_runs++] = (uint64_t)(e - v);
-            v = e;
+        /* runs of equal buckets [value, count], a row at a time */
+        for (unsigned g = 0; g < ng; g++) {
+            if (n_runs && runs[n_runs - 2] == rest[g][cat]) {
+                runs[n_runs - 1] += size[g];
+            } else {
+                runs[n_runs++] = rest[g][cat];
+                runs[n_runs++] = size[g];
+            }
         }
         gm_json_begin_array(w);
         gm_json_u64s(w, runs, n_runs, sizeof(*runs));
@@ -72,6 +88,7 @@ static void write_rest(struct gm_report_ctx *c, const struct gm_analysis_device 
     gm_json_end_array(w);
 out_free:
     gm_free(ks);
+    gm_free(size);
     gm_free(rest);
     gm_free(runs);
 }
@@ -135,7 +152,7 @@ static void write_lod(struct gm_report_ctx *c, const struct gm_analysis_device *
     gm_json_u64s(w, &rl->b[0].max, nb, sizeof(rl->b[0]));
     gm_json_end_array(w);
     if (ad)
-        write_rest(c, ad, bands, al);
+        write_rest(c, ad, bands, lt);
     gm_json_end_object(w);
 }
 

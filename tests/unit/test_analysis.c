@@ -1705,9 +1705,10 @@ static bool same_point(const struct gm_analysis_point *p, const struct gm_analys
  * allocations and frees in trace order and finds the times it needs from the blocks of 256
  * events the first pass keeps, or with the report's totals takes each event in turn; with a
  * user phase it handles every event in its main loop.  All three give the same points,
- * iterations and split at the peak, on random traces of 300 to 4,000 events (segment events
- * rare, so the pass runs far between its stops) whose times are small steps, small steps
- * among steps of 65,535 us or more, or none (an axis of event indexes), with any number of
+ * iterations and split at the peak (and with the totals, the categories at each of their
+ * buckets' maximum are the allocations alive there), on random traces of 300 to 4,000 events
+ * (segment events rare, so the pass runs far between its stops) whose times are small steps, small
+ * steps among steps of 65,535 us or more, or none (an axis of event indexes), with any number of
  * buckets. */
 static void test_series_between_stops_equals_the_series_of_every_event(void **state)
 {
@@ -1783,6 +1784,32 @@ static void test_series_between_stops_equals_the_series_of_every_event(void **st
             assert_memory_equal(da->at_end, dr->at_end, sizeof(da->at_end));
         }
         n_points += dr->n_points;
+        /* the categories at the totals' kmax's (gm_analysis_totals_cats()): a row for each
+         * run of buckets with one kmax, the sum over the allocations alive after it */
+        {
+            const struct gm_analysis_device *dt = &an[2]->devices[0];
+            const struct gm_lod *al = &gm_analysis_totals(dt)->alloc;
+            size_t n_rows = 0, r = 0;
+            const uint64_t *cats = gm_analysis_totals_cats(dt, &n_rows);
+            assert_non_null(cats);
+            for (unsigned b = 0; b < al->n; b++) {
+                uint64_t want[GM_CATEGORY_COUNT] = {0};
+                int64_t k = al->b[b].kmax;
+                if (b && k == al->b[b - 1].kmax)
+                    continue;
+                for (size_t i = 0; i < dt->n_allocs; i++) {
+                    const struct gm_analysis_alloc *a = &dt->allocs[i];
+                    if (a->alloc_event <= k && (a->free_event < 0 || a->free_event > k))
+                        want[a->category] += a->bytes;
+                }
+                assert_true(r < n_rows);
+                if (memcmp(want, cats + r * GM_CATEGORY_COUNT, sizeof(want)) != 0)
+                    fail_msg("round %d (road %d): row %zu's categories (kmax %lld) differ", round,
+                             road, r, (long long)k);
+                r++;
+            }
+            assert_int_equal(r, n_rows);
+        }
         for (int v = 0; v < 3; v++)
             gm_analysis_free(an[v]);
     }

@@ -288,6 +288,57 @@ static void test_bands_and_rest_add_up(void **state)
     }
 }
 
+/* gm_bands_rest_from() (the bytes by category of everything alive given, the bands taken
+ * off) answers as gm_bands_rest_at() does: random traces, questions in event order with
+ * repeats (as the buckets of a timeline carry their kmax), and out of order (then it is
+ * rest_at's answer). */
+static void test_rest_from_all_equals_rest_at(void **state)
+{
+    (void)state;
+    for (unsigned seed = 1; seed <= 20; seed++) {
+        size_t ne = 300, n, nq = 0;
+        struct gm_analysis_alloc *al = random_trace(ne, &n, seed + 100);
+        struct gm_analysis_device ad;
+        struct gm_lod_axis ax = axis(ne);
+        struct gm_bands_opts o = {(uint32_t)(seed * 5), 0, 0};
+        struct gm_bands b;
+        struct gm_error err;
+        int64_t ks[1000];
+        uint64_t(*all)[GM_CATEGORY_COUNT] = calloc(1000, sizeof(*all));
+        uint64_t(*want)[GM_CATEGORY_COUNT] = calloc(1000, sizeof(*want));
+        uint64_t(*got)[GM_CATEGORY_COUNT] = calloc(1000, sizeof(*got));
+        memset(&ad, 0, sizeof(ad));
+        ad.allocs = al;
+        ad.n_allocs = n;
+        assert_int_equal(gm_bands_choose(&ad, &ax, &o, &b, &err), GM_OK);
+        for (int64_t k = -1; k < (int64_t)ne; k += 1 + (int64_t)(seed % 3))
+            for (unsigned r = 0; r <= (unsigned)(k + seed) % 3; r++)
+                ks[nq++] = k;
+        for (size_t q = 0; q < nq; q++)
+            for (size_t i = 0; i < n; i++)
+                if (alive(&al[i], ks[q]))
+                    all[q][al[i].category] += al[i].bytes;
+        assert_int_equal(gm_bands_rest_at(&ad, &b, ks, nq, want, &err), GM_OK);
+        assert_int_equal(gm_bands_rest_from(&ad, &b, ks, nq, &all[0][0], got, &err), GM_OK);
+        assert_memory_equal(got, want, nq * sizeof(*got));
+        /* out of order: rest_at's answer, 'all' not read */
+        {
+            int64_t t = ks[0];
+            ks[0] = ks[nq - 1];
+            ks[nq - 1] = t;
+            memset(all, 0xff, 1000 * sizeof(*all));
+            assert_int_equal(gm_bands_rest_at(&ad, &b, ks, nq, want, &err), GM_OK);
+            assert_int_equal(gm_bands_rest_from(&ad, &b, ks, nq, &all[0][0], got, &err), GM_OK);
+            assert_memory_equal(got, want, nq * sizeof(*got));
+        }
+        gm_bands_release(&b);
+        free(all);
+        free(want);
+        free(got);
+        free(al);
+    }
+}
+
 /* A window's choice skips an allocation whose whole area, as a float bound, is below the
  * heap's root; the bound must round up (bands.c area_bound).  Area 3 x 11184811 = 33554433
  * = 2^25 + 1 is no float: rounded to nearest (or down) it would be 2^25, below the root's
@@ -344,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_spread_over_the_whole_axis),
         cmocka_unit_test(test_ties_by_a_total_order),
         cmocka_unit_test(test_bands_and_rest_add_up),
+        cmocka_unit_test(test_rest_from_all_equals_rest_at),
         cmocka_unit_test(test_window_area_bound_rounds_up),
         cmocka_unit_test(test_empty),
     };

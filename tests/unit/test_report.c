@@ -155,6 +155,50 @@ static void test_example_report(void **state)
     }
     /* bands capped, stacked in allocation order */
     bands = json_object_get(dev, "bands");
+    /* the merged rest: per category null or runs [value, buckets, ...], each run longer
+     * than the one before would make it (no two in a row of one value) and all of them
+     * the buckets; the bands alive after a bucket's kmax and its rest add up to its amax */
+    {
+        json_t *rest = json_object_get(lod, "rest"), *kmax = json_object_get(lod, "kmax");
+        size_t nb = json_array_size(amax);
+        uint64_t *sum_b = calloc(nb ? nb : 1, sizeof(*sum_b));
+        size_t n_cats = 0;
+        assert_int_equal(json_array_size(rest), GM_CATEGORY_COUNT);
+        for (int c = 0; c < GM_CATEGORY_COUNT; c++) {
+            json_t *runs = json_array_get(rest, (size_t)c);
+            size_t b = 0;
+            if (json_is_null(runs))
+                continue;
+            n_cats++;
+            assert_int_equal(json_array_size(runs) % 2, 0);
+            for (size_t r = 0; r < json_array_size(runs); r += 2) {
+                uint64_t val = (uint64_t)json_integer_value(json_array_get(runs, r));
+                json_int_t len = json_integer_value(json_array_get(runs, r + 1));
+                assert_true(len > 0);
+                if (r)
+                    assert_true(val != (uint64_t)json_integer_value(json_array_get(runs, r - 2)));
+                for (json_int_t u = 0; u < len; u++, b++) {
+                    assert_true(b < nb);
+                    sum_b[b] += val;
+                }
+            }
+            assert_int_equal(b, nb);
+        }
+        assert_true(n_cats > 0);
+        for (size_t b = 0; b < nb; b++) {
+            json_int_t k = json_integer_value(json_array_get(kmax, b));
+            json_t *band;
+            size_t bi;
+            json_array_foreach(bands, bi, band)
+            {
+                if (json_integer_value(json_array_get(band, 0)) <= k &&
+                    k < json_integer_value(json_array_get(band, 1)))
+                    sum_b[b] += (uint64_t)json_integer_value(json_array_get(band, 4));
+            }
+            assert_int_equal(sum_b[b], (uint64_t)json_integer_value(json_array_get(amax, b)));
+        }
+        free(sum_b);
+    }
     assert_int_equal(json_array_size(bands), 50);
     for (i = 1; i < json_array_size(bands); i++)
         assert_true(json_integer_value(json_array_get(json_array_get(bands, i - 1), 0)) <=

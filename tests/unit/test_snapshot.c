@@ -999,7 +999,7 @@ static void pairs_nothing(void *state)
 }
 
 static const struct snap_consumer_ops pairs_ops = {pairs_open, pairs_events, pairs_nothing,
-                                                   pairs_nothing};
+                                                   pairs_nothing, NULL};
 
 /* The fold answers another consumer of the trace with the allocation (its ordinal among the
  * allocs) each free_requested and free_completed meets at its address, for the batch it
