@@ -852,6 +852,28 @@ struct gm_est_range {
     unsigned sources; /* enum gm_est_uncertainty flags that spread the range */
 };
 
+/* Where the CUDA context's figure comes from (gm_est_context_source_name()). */
+enum gm_est_context_source {
+    GM_EST_CONTEXT_DEFAULT = 0,   /* --cuda-context's default: a context with the kernels a
+                                     PyTorch job loads (450 MiB) */
+    GM_EST_CONTEXT_GIVEN,         /* --cuda-context as given */
+    GM_EST_CONTEXT_DRIVER_BY_SMS, /* vLLM on a catalog GPU: the driver's own context, from the
+                                     GPU's SMs and the most threads an SM keeps resident */
+    GM_EST_CONTEXT_EAGER,         /* CUDA before 11.7: every kernel loads at start-up */
+    GM_EST_CONTEXT_IN_RESERVE,    /* weights only with --reserve-gib: inside the reserve (0) */
+    GM_EST_CONTEXT__COUNT
+};
+
+/* The CUDA context one device holds, as the estimate used it (the point estimate). */
+struct gm_est_context {
+    uint64_t bytes; /* the context the figures and the engine's budget count */
+    enum gm_est_context_source source;
+    unsigned sms;            /* the GPU's SMs where the figure follows them, else 0 */
+    unsigned threads_per_sm; /* the most threads an SM keeps resident, where used, else 0 */
+    bool extrapolated;       /* driver_by_sms on an SM of 2048 threads: the per-thread figure is
+                                read from two 1536-thread cards, so its range is wider */
+};
+
 /* Where in a replayed training step a segment was taken. */
 enum gm_est_replay_at {
     GM_EST_AT_SETUP = 0, /* before the first step: weights, adapters, buffers */
@@ -947,7 +969,8 @@ struct gm_estimate {
     uint64_t loss_vocab;  /* training: vocabulary entries of one device's logits (V / tp) */
     struct gm_est_range range;
     struct gm_est_replay replay;
-    struct gm_est_store *store; /* private */
+    struct gm_est_context context; /* the CUDA context as used, and where it comes from */
+    struct gm_est_store *store;    /* private */
 };
 
 /* Run the pipeline on 'job' into *out: NULL on entry makes a new estimate, an estimate of
@@ -984,6 +1007,10 @@ enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estima
 
 /* "setup", "forward", "loss", "backward", "optimizer"; static storage. */
 const char *gm_est_replay_at_name(enum gm_est_replay_at at);
+
+/* "default", "given", "driver_by_sms", "eager", "in_reserve" (the estimate JSON's
+ * inputs.cuda_context_source); static storage. */
+const char *gm_est_context_source_name(enum gm_est_context_source source);
 
 /* "compute", "unshard", "reduce_scatter" (the keys of the estimate JSON's
  * reserved_by_stream_bytes); static storage. */

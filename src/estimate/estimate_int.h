@@ -309,6 +309,9 @@ uint64_t est_engine_sequences(const struct gm_job *job, const struct gm_estimate
 
 /* The driver's context before any kernel loads, by the catalog GPU's SMs (0 if unknown). */
 uint64_t est_cuda_bare_context_bytes(const struct gm_job *j);
+/* The CUDA context of one device at the run's bound and where its figure comes from: the
+ * one rule the device line, the JSON inputs and the engines' budgets read. */
+struct gm_est_context est_cuda_context(struct est_ctx *cx);
 /* The CUDA context and the NCCL buffers of one device at the run's bound (the serving
  * engine charges them to its budget in some versions). */
 uint64_t est_cuda_context_bytes(struct est_ctx *cx);

@@ -98,6 +98,7 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
 static void json_inputs(struct gm_json *w, const struct gm_estimate_report *r)
 {
     const struct gm_job *j = &r->job;
+    const struct gm_estimate *e = r->est;
     const struct gm_model *m = j->model.model;
     gm_json_key(w, "inputs");
     gm_json_begin_object(w);
@@ -146,7 +147,14 @@ static void json_inputs(struct gm_json *w, const struct gm_estimate_report *r)
         gm_json_kv_bool(w, "full_logits", j->workload.full_logits);
         gm_json_kv_str(w, "quant_kernel", gm_quant_kernel_name(j->numerics.quant_kernel));
     }
-    gm_json_kv_u64(w, "cuda_context_bytes", j->runtime.cuda_context_bytes);
+    /* the context the estimate used (est_cuda_context()), where it comes from, and the SMs
+     * it follows where it does */
+    gm_json_kv_u64(w, "cuda_context_bytes", e->context.bytes);
+    gm_json_kv_str(w, "cuda_context_source", gm_est_context_source_name(e->context.source));
+    if (e->context.sms) {
+        gm_json_kv_u64(w, "gpu_sms", e->context.sms);
+        gm_json_kv_u64(w, "gpu_max_threads_per_sm", e->context.threads_per_sm);
+    }
     gm_json_kv_u64(w, "workspace_bytes", j->runtime.workspace_bytes);
     gm_json_kv_double(w, "fragmentation", j->runtime.fragmentation);
     if (j->gpu.memory_bytes)

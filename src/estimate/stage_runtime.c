@@ -78,37 +78,79 @@ static unsigned max_threads_per_sm(unsigned sm)
  * are not known (a capacity given, not a catalog GPU). */
 #define CTX_BYTES_PER_THREAD 1986
 #define CTX_FIXED_BYTES      (8 * GM_MIB)
+/* the most resident threads per SM of the two measured cards (and of the two checks) */
+#define CTX_MEASURED_THREADS_PER_SM 1536
+
+static uint64_t bare_context(unsigned sms, unsigned threads_per_sm)
+{
+    uint64_t threads = (uint64_t)sms * threads_per_sm;
+    return threads ? CTX_FIXED_BYTES + threads * CTX_BYTES_PER_THREAD : 0;
+}
 
 uint64_t est_cuda_bare_context_bytes(const struct gm_job *j)
 {
-    uint64_t threads = (uint64_t)j->gpu.sms * max_threads_per_sm(j->gpu.sm);
-    if (!threads)
-        return 0;
-    return CTX_FIXED_BYTES + threads * CTX_BYTES_PER_THREAD;
+    return bare_context(j->gpu.sms, max_threads_per_sm(j->gpu.sm));
+}
+
+/* The one rule for the CUDA context: its figure at the run's bound and where it comes from.
+ * The device line's label, the JSON's inputs and the engines' budgets all read this.
+ *  - CUDA before 11.7: every kernel loads at start-up (--cuda-context when given);
+ *  - vLLM on a catalog GPU, --cuda-context not given: the driver's own context by SMs, since
+ *    vLLM's non-torch memory holds the kernel modules its process loads (VLLM_KERNEL_BYTES,
+ *    stage_engine.c).  On an SM of 2048 threads (7.0, 8.0, 9.0, 10.0) the per-thread figure is
+ *    an extrapolation from two 1536-thread cards, and no bare context of a data-centre part
+ *    was found: there the range's low end is the same SMs at 1536 threads, in case the
+ *    driver's local memory does not follow the larger thread count (A100 290 MiB, H100 353;
+ *    PyTorch PR #85692's lazy context with its kernels, 287,047,680 B, sits at that end);
+ *  - otherwise --cuda-context (450 MiB), a context with the kernels a PyTorch job loads.  For
+ *    vLLM given only a capacity that default also holds kernels vLLM's non-torch memory counts
+ *    again: the device line may be high by up to those 164 MiB (said in the assumptions). */
+struct gm_est_context est_cuda_context(struct est_ctx *cx)
+{
+    const struct gm_job *j = cx->job;
+    struct gm_est_context c = {0};
+    bool known = est_given(j, EST_SET_CUDA_CONTEXT);
+    uint32_t v = j->stack.cuda;
+    unsigned tps = max_threads_per_sm(j->gpu.sm);
+    uint64_t bare = bare_context(j->gpu.sms, tps);
+    double point, low;
+    if (v && v < GM_VERSION(11, 7, 0)) {
+        /* every kernel loaded: the HF docs' V100 (Volta) 1343 MiB; Ampere about 1.45 GiB */
+        c.source = known ? GM_EST_CONTEXT_GIVEN : GM_EST_CONTEXT_EAGER;
+        point = known ? (double)j->runtime.cuda_context_bytes
+                      : (j->gpu.sm >= 80 ? 1488.0 : 1343.0) * (double)GM_MIB;
+        c.bytes = est_round(est_uncertain(cx, GM_UNCERTAIN_CUDA_CONTEXT, known, point,
+                                          900.0 * (double)GM_MIB, 1640.0 * (double)GM_MIB));
+        return c;
+    }
+    if (!known && bare && est_allocator(j) == EST_ALLOC_VLLM) {
+        c.source = GM_EST_CONTEXT_DRIVER_BY_SMS;
+        c.sms = j->gpu.sms;
+        c.threads_per_sm = tps;
+        c.extrapolated = tps > CTX_MEASURED_THREADS_PER_SM;
+        low = 0.9 *
+              (double)(c.extrapolated ? bare_context(c.sms, CTX_MEASURED_THREADS_PER_SM) : bare);
+        c.bytes = est_round(est_uncertain(cx, GM_UNCERTAIN_CUDA_CONTEXT, false, (double)bare, low,
+                                          1.2 * (double)bare));
+        return c;
+    }
+    c.source = known ? GM_EST_CONTEXT_GIVEN : GM_EST_CONTEXT_DEFAULT;
+    c.bytes = est_round(est_uncertain(cx, GM_UNCERTAIN_CUDA_CONTEXT, known,
+                                      (double)j->runtime.cuda_context_bytes,
+                                      287047680.0 /* PR #85692 */, 600.0 * (double)GM_MIB));
+    return c;
 }
 
 uint64_t est_cuda_context_bytes(struct est_ctx *cx)
 {
-    const struct gm_job *j = cx->job;
-    bool known = est_given(j, EST_SET_CUDA_CONTEXT);
-    uint32_t v = j->stack.cuda;
-    uint64_t bare = est_cuda_bare_context_bytes(j);
-    if (v && v < GM_VERSION(11, 7, 0)) {
-        /* every kernel loaded: the HF docs' V100 (Volta) 1343 MiB; Ampere about 1.45 GiB */
-        double point = known ? (double)j->runtime.cuda_context_bytes
-                             : (j->gpu.sm >= 80 ? 1488.0 : 1343.0) * (double)GM_MIB;
-        return est_round(est_uncertain(cx, GM_UNCERTAIN_CUDA_CONTEXT, known, point,
-                                       900.0 * (double)GM_MIB, 1640.0 * (double)GM_MIB));
-    }
-    /* vLLM's non-torch memory holds the kernel modules its process loads (VLLM_KERNEL_BYTES,
-     * stage_engine.c), so its context is the driver's own, by GPU; elsewhere --cuda-context
-     * (450 MiB) stands for the context with the kernels a PyTorch job loads */
-    if (!known && bare && est_allocator(j) == EST_ALLOC_VLLM)
-        return est_round(est_uncertain(cx, GM_UNCERTAIN_CUDA_CONTEXT, false, (double)bare,
-                                       0.9 * (double)bare, 1.2 * (double)bare));
-    return est_round(est_uncertain(cx, GM_UNCERTAIN_CUDA_CONTEXT, known,
-                                   (double)j->runtime.cuda_context_bytes,
-                                   287047680.0 /* PR #85692 */, 600.0 * (double)GM_MIB));
+    return est_cuda_context(cx).bytes;
+}
+
+const char *gm_est_context_source_name(enum gm_est_context_source source)
+{
+    static const char *const names[GM_EST_CONTEXT__COUNT] = {"default", "given", "driver_by_sms",
+                                                             "eager", "in_reserve"};
+    return (unsigned)source < GM_EST_CONTEXT__COUNT ? names[source] : "?";
 }
 
 /* One overhead: its kind, its label in the device sentence and where it comes from. */
@@ -279,6 +321,41 @@ static enum gm_status async_tp_workspace(struct est_ctx *cx, struct gm_error *er
                    false, GM_EXTENT_ONE_LAYER, "--async-tp", err);
 }
 
+/* The device line's word for where the context comes from. */
+static const char *context_label(enum gm_est_context_source source)
+{
+    switch (source) {
+    case GM_EST_CONTEXT_EAGER:
+        return "no lazy loading before CUDA 11.7";
+    case GM_EST_CONTEXT_DRIVER_BY_SMS:
+        return "the driver's, by SMs";
+    case GM_EST_CONTEXT_DEFAULT:
+    case GM_EST_CONTEXT_GIVEN:
+    case GM_EST_CONTEXT_IN_RESERVE:
+    case GM_EST_CONTEXT__COUNT:
+        break;
+    }
+    return "--cuda-context";
+}
+
+/* What the context's figure rests on, where it is not plainly --cuda-context. */
+static void context_assumption(struct gm_estimate *e, bool vllm)
+{
+    const struct gm_est_context *c = &e->context;
+    if (c->source == GM_EST_CONTEXT_DRIVER_BY_SMS && c->extrapolated)
+        est_assume(e,
+                   "CUDA context %.0f MiB: the driver's by SMs (%u x %u threads), extrapolated "
+                   "from two 1536-thread cards to a 2048-thread SM; the range's low end counts "
+                   "1536",
+                   (double)c->bytes / (double)GM_MIB, c->sms, c->threads_per_sm);
+    else if (vllm && c->source == GM_EST_CONTEXT_DEFAULT)
+        est_assume(e,
+                   "CUDA context %.0f MiB (--cuda-context): a capacity names no SMs, and the "
+                   "default holds PyTorch's kernels, which vLLM's non-torch memory counts "
+                   "again (up to 164 MiB high)",
+                   (double)c->bytes / (double)GM_MIB);
+}
+
 static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
@@ -297,15 +374,14 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
                    "(CUDA context, activations, KV cache, fragmentation), not "
                    "a proof that the job fits",
                    (double)j->runtime.reserve_bytes / (double)GM_GIB);
+        e->context.source = GM_EST_CONTEXT_IN_RESERVE;
         return est_add(e, GM_KIND_RESERVE, "reserve", j->runtime.reserve_bytes, GM_PHASE_ALL, false,
                        GM_EXTENT_ONE_LAYER, "--reserve-gib", err);
     }
-    o[n++] = (struct overhead){
-        GM_KIND_CUDA_CONTEXT, est_cuda_context_bytes(cx), "CUDA context",
-        j->stack.cuda && j->stack.cuda < GM_VERSION(11, 7, 0) ? "no lazy loading before CUDA 11.7"
-        : vllm && !est_given(j, EST_SET_CUDA_CONTEXT) && est_cuda_bare_context_bytes(j)
-            ? "the driver's, by SMs"
-            : "--cuda-context"};
+    e->context = est_cuda_context(cx);
+    o[n++] = (struct overhead){GM_KIND_CUDA_CONTEXT, e->context.bytes, "CUDA context",
+                               context_label(e->context.source)};
+    context_assumption(e, vllm);
     if (vllm)
         o[n++] = (struct overhead){GM_KIND_NON_TORCH, e->serving.non_torch_bytes,
                                    "vLLM non-torch memory", "--non-torch"};

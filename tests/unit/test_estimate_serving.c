@@ -1225,6 +1225,12 @@ static void test_vllm_cuda_context_by_gpu(void **state)
     assert_int_equal(est_cuda_bare_context_bytes(&j), 8 * GM_MIB + 132ull * 2048 * 1986);
     job_make("llama-3.1-8b", "--infer --engine vllm --gpu T4", &j);
     assert_int_equal(est_cuda_bare_context_bytes(&j), 8 * GM_MIB + 40ull * 1024 * 1986);
+    /* cc 12.x keeps 1536 threads an SM (RTX 5090, 170 SMs: 502 MiB, not 667 at 2048); cc 8.0
+     * keeps 2048 (A100, 108 SMs) */
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu RTX-5090", &j);
+    assert_int_equal(est_cuda_bare_context_bytes(&j), 8 * GM_MIB + 170ull * 1536 * 1986);
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu A100-80GB", &j);
+    assert_int_equal(est_cuda_bare_context_bytes(&j), 8 * GM_MIB + 108ull * 2048 * 1986);
     /* a capacity given names no SMs */
     job_make("llama-3.1-8b", "--infer --engine vllm --gpu-memory 23.58", &j);
     assert_int_equal(est_cuda_bare_context_bytes(&j), 0);
@@ -1237,6 +1243,47 @@ static void test_vllm_cuda_context_by_gpu(void **state)
     ctx = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
     assert_int_equal(ctx, 8 * GM_MIB + 82ull * 1536 * 1986);
     assert_int_equal(est->serving.non_torch_logged_bytes, ctx + kernels);
+    /* the estimate says which context it used, from the same rule: the figure, its source and
+     * the SMs it follows (the JSON's inputs); 1536 threads were measured, no extrapolation */
+    assert_int_equal(est->context.bytes, ctx);
+    assert_int_equal(est->context.source, GM_EST_CONTEXT_DRIVER_BY_SMS);
+    assert_string_equal(gm_est_context_source_name(est->context.source), "driver_by_sms");
+    assert_int_equal(est->context.sms, 82);
+    assert_int_equal(est->context.threads_per_sm, 1536);
+    assert_false(est->context.extrapolated);
+    assert_false(assumed(est, "extrapolated"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* an A100's 2048 threads an SM are an extrapolation: said, and the range's low end is the
+     * same SMs at 1536 threads (0.9 x that), wider than the -10 % of a measured occupancy */
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.6.4 --gpu A100-80GB", &j);
+    run(&j, &est);
+    assert_int_equal(est->context.bytes, 8 * GM_MIB + 108ull * 2048 * 1986);
+    assert_true(est->context.extrapolated);
+    assert_true(assumed(est, "extrapolated from two 1536-thread cards"));
+    gm_estimate_free(est);
+    est = NULL;
+    {
+        struct est_ctx cx;
+        struct gm_estimate scratch;
+        memset(&cx, 0, sizeof cx);
+        memset(&scratch, 0, sizeof scratch);
+        cx.job = &j;
+        cx.e = &scratch;
+        cx.bound = EST_LOW;
+        assert_int_equal(est_cuda_context(&cx).bytes,
+                         est_round(0.9 * (double)(8 * GM_MIB + 108ull * 1536 * 1986)));
+        cx.bound = EST_HIGH;
+        assert_int_equal(est_cuda_context(&cx).bytes,
+                         est_round(1.2 * (double)(8 * GM_MIB + 108ull * 2048 * 1986)));
+    }
+    /* given only a capacity vLLM keeps the default, and says that it counts kernels twice */
+    job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.6.4 --gpu-memory 23.58", &j);
+    run(&j, &est);
+    assert_int_equal(est->context.bytes, 450 * GM_MIB);
+    assert_int_equal(est->context.source, GM_EST_CONTEXT_DEFAULT);
+    assert_int_equal(est->context.sms, 0);
+    assert_true(assumed(est, "counts again"));
     gm_estimate_free(est);
     est = NULL;
     /* given, the context is what was given */
@@ -1247,6 +1294,8 @@ static void test_vllm_cuda_context_by_gpu(void **state)
     run(&j, &est);
     assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
     assert_int_equal(est->serving.non_torch_logged_bytes, 450 * GM_MIB + kernels);
+    assert_int_equal(est->context.source, GM_EST_CONTEXT_GIVEN);
+    assert_int_equal(est->context.sms, 0);
     gm_estimate_free(est);
     est = NULL;
     /* a PyTorch training job on the same GPU keeps the context with its kernels */
