@@ -826,6 +826,8 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
  *   (+ bias); a GPTQ linear's create_weights makes qweight, g_idx, qzeros and scales in that
  *   order (GPTQMarlinLinearMethod.create_weights, vllm/model_executor/layers/quantization/
  *   gptq_marlin.py; the plain GPTQ kernel's the same four);
+ * - load_weights: a GPTQ linear fused of column shards (qkv_proj, gate_up_proj) copies each
+ *   shard through a GPU temporary (ls_load_shards);
  * - Marlin's process_weights_after_loading, per linear in module order (MarlinLinearKernel,
  *   vllm/model_executor/layers/quantization/kernels/mixed_precision/marlin.py, order read at
  *   04aa528, a later commit than 0.6.5): the int32 workspace (0.6.5's per-linear
@@ -879,6 +881,24 @@ static void ls_create(struct load_sim *s, struct ls_linear *l, const struct gm_q
     l->sc = ls_new(s, groups * l->out * 2);
     if (bias)
         ls_new(s, l->out * 2);
+}
+
+/* load_weights into a GPTQ linear fused of 'n' column shards (q, k, v or gate, up) of 'outs'
+ * columns each: every shard's qweight, qzeros and scales are narrowed on the output dim (dim 1
+ * of [in / pack, out]), so the destination is not contiguous and PyTorch's CPU-to-GPU copy_
+ * goes through a contiguous temporary on the GPU (copy_kernel_cuda: "dst_contig =
+ * dst.is_contiguous() ? dst : at::empty_like(dst)", aten/src/ATen/native/cuda/Copy.cu), freed
+ * after it.  A 16-bit weight [out, in] is narrowed on dim 0: contiguous, no temporary. */
+static void ls_load_shards(struct load_sim *s, const struct ls_linear *l, const struct gm_quant *q,
+                           const uint64_t *outs, size_t n)
+{
+    uint64_t gs = q->group_size ? q->group_size : l->in, groups = est_div_up(l->in, gs),
+             pack = 32 / q->bits;
+    for (size_t i = 0; i < n; i++) {
+        ls_free(s, ls_new(s, l->in / pack * outs[i] * 4));
+        ls_free(s, ls_new(s, groups * (outs[i] / pack) * 4));
+        ls_free(s, ls_new(s, groups * outs[i] * 2));
+    }
 }
 
 static void ls_marlin(struct load_sim *s, struct ls_linear *l, const struct gm_quant *q)
@@ -958,6 +978,16 @@ enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm
         ls_new(&s, m->hidden * 2);
         if (!m->tied_embeddings)
             ls_new(&s, vocab * m->hidden * 2);
+        /* load_weights in the checkpoint's name order within a layer (mlp before self_attn) */
+        if (q) {
+            uint64_t kv = (m->n_kv_heads >= t ? m->n_kv_heads / t : 1) * hd,
+                     qkv[3] = {m->n_heads / t * hd, kv, kv},
+                     gu[2] = {m->intermediate / t, m->intermediate / t};
+            for (uint64_t i = 0; i < m->n_layers && s.st == GM_OK; i++) {
+                ls_load_shards(&s, &all[4 * i + 2], q, gu, 2);
+                ls_load_shards(&s, &all[4 * i], q, qkv, 3);
+            }
+        }
         if (q && marlin)
             for (uint64_t i = 0; i < m->n_layers * 4 && s.st == GM_OK; i++)
                 ls_marlin(&s, &all[i], q);
