@@ -825,7 +825,7 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
  *   norms; the final norm and the lm_head (none when tied).  A 16-bit linear is one weight
  *   (+ bias); a GPTQ linear's create_weights makes qweight, g_idx, qzeros and scales in that
  *   order (GPTQMarlinLinearMethod.create_weights, vllm/model_executor/layers/quantization/
- *   gptq_marlin.py; the plain GPTQ kernel's the same four);
+ *   gptq_marlin.py, read at 00161ce, a later commit; the plain GPTQ kernel's the same four);
  * - load_weights: a GPTQ linear fused of column shards (qkv_proj, gate_up_proj) copies each
  *   shard through a GPU temporary (ls_load_shards);
  * - Marlin's process_weights_after_loading, per linear in module order (MarlinLinearKernel,
@@ -837,8 +837,10 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
  *   marlin_permute_scales' copy.
  * Then empty_cache(); the result is reserved - allocated.  Not replayed: what the profile run
  * adds to it (its own persistent blocks, e.g. cuBLAS's workspace, in segments it leaves
- * partly used) or fills; safetensors' CPU-side loading leaves nothing on the device.  Dense
- * decoders only (no experts, linear attention or MLA), 16-bit or GPTQ weights; 0 otherwise. */
+ * partly used); the rotary cache is taken max_position_embeddings long, which vLLM's scaled
+ * rope classes may size otherwise.  Safetensors reads on the CPU: only the copies into slices
+ * take GPU temporaries.  Dense text decoders only (no experts, linear attention, MLA or vision
+ * tower), 16-bit or GPTQ weights; 0 otherwise. */
 struct load_sim {
     struct gm_alloc *a;
     struct gm_error *err;
@@ -927,8 +929,12 @@ enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm
     struct ls_linear lin[4];
     uint64_t hd, vocab, rot;
     *gap = 0;
+    /* a dense text decoder of a released size (a replay of more layers than any released
+     * model has is not attempted) */
     if (!m || m->n_experts || m->n_linear_layers || m->kv_lora_rank || !m->gated_mlp || !t ||
-        m->n_heads % t || (q && (q->method != GM_QUANT_GPTQ || !q->bits || 32 % q->bits)))
+        m->vision.kind != GM_VISION_NONE || !m->n_heads || !m->hidden || !m->intermediate ||
+        !m->n_layers || m->n_layers > 1024 || m->n_heads % t ||
+        (q && (q->method != GM_QUANT_GPTQ || !q->bits || 32 % q->bits)))
         return GM_OK;
     if (q && marlin && q->desc_act)
         return GM_OK; /* act-order Marlin layers keep a sorted g_idx and its permutation */
