@@ -866,8 +866,7 @@ struct ls_linear {
     uint64_t w, g, z, sc; /* addresses: weight / qweight, g_idx, qzeros, scales */
 };
 
-static void ls_create(struct load_sim *s, struct ls_linear *l, const struct gm_quant *q,
-                      bool bias)
+static void ls_create(struct load_sim *s, struct ls_linear *l, const struct gm_quant *q, bool bias)
 {
     if (!q) {
         l->w = ls_new(s, l->in * l->out * 2);
@@ -918,8 +917,7 @@ static void ls_marlin(struct load_sim *s, struct ls_linear *l, const struct gm_q
 }
 
 enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm_quant *q,
-                                       bool marlin, uint64_t t, uint64_t *gap,
-                                       struct gm_error *err)
+                                       bool marlin, uint64_t t, uint64_t *gap, struct gm_error *err)
 {
     struct gm_alloc_conf conf;
     struct gm_alloc_fakedev fake;
@@ -945,9 +943,10 @@ enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm
     hd = m->head_dim ? m->head_dim : m->hidden / m->n_heads;
     vocab = est_div_up(est_div_up(m->vocab, 64) * 64, t);
     rot = hd; /* the cos/sin cache: max_positions x rotary dim */
-    lin[0] = (struct ls_linear){m->hidden,
-                                (m->n_heads / t + (m->n_kv_heads >= t ? m->n_kv_heads / t : 1) * 2) * hd,
-                                0, 0, 0, 0};
+    lin[0] = (struct ls_linear){
+        m->hidden, (m->n_heads / t + (m->n_kv_heads >= t ? m->n_kv_heads / t : 1) * 2) * hd,
+        0,         0,
+        0,         0};
     lin[1] = (struct ls_linear){m->n_heads / t * hd, m->hidden, 0, 0, 0, 0};
     lin[2] = (struct ls_linear){m->hidden, 2 * m->intermediate / t, 0, 0, 0, 0};
     lin[3] = (struct ls_linear){m->intermediate / t, m->hidden, 0, 0, 0, 0};

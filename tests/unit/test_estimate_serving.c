@@ -1300,8 +1300,8 @@ static void test_vllm_load_cache_gap(void **state)
     q.desc_act = true;
     assert_int_equal(est_vllm_load_cache_gap(m, &q, true, 1, &plain, &err), GM_OK);
     assert_int_equal(plain, 0);
-    assert_int_equal(est_vllm_load_cache_gap(gm_model_catalog_find("qwen3-30b-a3b"), NULL, false,
-                                             1, &plain, &err),
+    assert_int_equal(est_vllm_load_cache_gap(gm_model_catalog_find("qwen3-30b-a3b"), NULL, false, 1,
+                                             &plain, &err),
                      GM_OK);
     assert_int_equal(plain, 0);
     /* the estimate of that start: 0.6.5 logs the kernels and the replayed cache, 0.7.0 (the
@@ -1440,7 +1440,8 @@ static void test_vllm_non_torch_by_version(void **state)
         gap = 0;
         if (!strcmp(charged[i].version, "0.6.5")) {
             struct gm_error err;
-            assert_int_equal(est_vllm_load_cache_gap(j.model.model, NULL, false, 2, &gap, &err), GM_OK);
+            assert_int_equal(est_vllm_load_cache_gap(j.model.model, NULL, false, 2, &gap, &err),
+                             GM_OK);
             assert_true(gap > 0);
         }
         assert_int_equal(est->serving.non_torch_logged_bytes,
