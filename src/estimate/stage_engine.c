@@ -30,6 +30,8 @@
  * offloaded matmul).  docs/estimate.md, "llama.cpp", gives the code it follows. */
 #include "estimate/estimate_int.h"
 
+#include "gpumem/alloc.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -797,6 +799,215 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
         est_vllm_profile_nccl_bytes(j->stack.vllm, j->parallel.tp, est_node_peers(cx)));
 }
 
+/* ---- the load's cache left in PyTorch's allocator (0.6.5 and 0.6.6) ------------------------
+ *
+ * From PR #10511 (0.6.5) until PR #11809 (0.7.0) V0's memory_profiling took non-torch memory
+ * as the device's used memory less the baseline, the weights and the change in
+ * torch.cuda.memory_stats()["allocated_bytes.all.current"], measured after gc.collect() and
+ * torch.cuda.empty_cache() (V0's vllm/utils.py memory_profiling; its docstring, "subtract the
+ * baseline memory, the memory used by the model weights, and diff of
+ * torch.cuda.memory_stats()["allocated_bytes.all.current"]", read as mindspore-ai/vllm-mindspore
+ * keeps it, vllm_mindspore/utils.py @ 0024d6b).  The weights are the allocated bytes
+ * the load added (DeviceMemoryProfiler), so what the allocator still reserves but has not
+ * allocated, the free blocks of segments that also hold a live tensor and that empty_cache()
+ * cannot release, counts as non-torch.  PR #11809 replaced the allocated figure with
+ * torch.cuda.memory_reserved() because "allocated_bytes.all.current does not include the memory
+ * allocated from cudaMalloc but cannot be released (partially used)".  VLLM_KERNEL_BYTES comes
+ * from a log of the reserved-based formula (PR #12126), so it holds none of this.
+ *
+ * The load is replayed through gpumem's allocator model (src/alloc, PyTorch's caching
+ * allocator with its default settings), for a dense decoder built as vLLM builds it under
+ * `with target_device:` (DefaultModelLoader.load_model: _initialize_model, load_weights, then
+ * each module's quant_method.process_weights_after_loading):
+ * - the parameters in construction order: the embedding, then per layer qkv_proj, o_proj,
+ *   the rotary cos/sin cache once (get_rope caches one RotaryEmbedding: inv_freq, t, freqs,
+ *   cos, sin and their fp32 cat, kept as a 16-bit copy), gate_up_proj, down_proj and the two
+ *   norms; the final norm and the lm_head (none when tied).  A 16-bit linear is one weight
+ *   (+ bias); a GPTQ linear's create_weights makes qweight, g_idx, qzeros and scales in that
+ *   order (GPTQMarlinLinearMethod.create_weights, vllm/model_executor/layers/quantization/
+ *   gptq_marlin.py, read at 00161ce, a later commit; the plain GPTQ kernel's the same four);
+ * - load_weights: a GPTQ linear fused of column shards (qkv_proj, gate_up_proj) copies each
+ *   shard through a GPU temporary (ls_load_shards);
+ * - Marlin's process_weights_after_loading, per linear in module order (MarlinLinearKernel,
+ *   vllm/model_executor/layers/quantization/kernels/mixed_precision/marlin.py, order read at
+ *   04aa528, a later commit than 0.6.5): the int32 workspace (0.6.5's per-linear
+ *   marlin_make_workspace, out / 64 x 16; later commits share one per device, which moves the
+ *   replay of Phi-4 by 2 MiB), g_idx and qzeros replaced by empty tensors (no act-order,
+ *   symmetric), qweight replaced by gptq_marlin_repack's output (same bytes), scales by
+ *   marlin_permute_scales' copy.
+ * Then empty_cache(); the result is reserved - allocated.  Not replayed: what the profile run
+ * adds to it (its own persistent blocks, e.g. cuBLAS's workspace, in segments it leaves
+ * partly used); the rotary cache is taken max_position_embeddings long, which vLLM's scaled
+ * rope classes may size otherwise.  Safetensors reads on the CPU: only the copies into slices
+ * take GPU temporaries.  Dense text decoders only (no experts, linear attention, MLA or vision
+ * tower), 16-bit or GPTQ weights; 0 otherwise. */
+struct load_sim {
+    struct gm_alloc *a;
+    struct gm_error *err;
+    enum gm_status st;
+};
+
+static uint64_t ls_new(struct load_sim *s, uint64_t bytes)
+{
+    uint64_t p = 0;
+    if (s->st == GM_OK && bytes)
+        s->st = gm_alloc_malloc(s->a, bytes, 0, &p, s->err);
+    return p;
+}
+
+static void ls_free(struct load_sim *s, uint64_t p)
+{
+    if (s->st == GM_OK && p)
+        s->st = gm_alloc_dealloc(s->a, p, s->err);
+}
+
+struct ls_linear {
+    uint64_t in, out;     /* this GPU's shard */
+    uint64_t w, g, z, sc; /* addresses: weight / qweight, g_idx, qzeros, scales */
+};
+
+static void ls_create(struct load_sim *s, struct ls_linear *l, const struct gm_quant *q, bool bias)
+{
+    if (!q) {
+        l->w = ls_new(s, l->in * l->out * 2);
+        if (bias)
+            ls_new(s, l->out * 2);
+        return;
+    }
+    uint64_t gs = q->group_size ? q->group_size : l->in, groups = est_div_up(l->in, gs),
+             pack = 32 / q->bits;
+    l->w = ls_new(s, l->in / pack * l->out * 4);
+    l->g = ls_new(s, l->in * 4);
+    l->z = ls_new(s, groups * (l->out / pack) * 4);
+    l->sc = ls_new(s, groups * l->out * 2);
+    if (bias)
+        ls_new(s, l->out * 2);
+}
+
+/* load_weights into a GPTQ linear fused of 'n' column shards (q, k, v or gate, up) of 'outs'
+ * columns each: every shard's qweight, qzeros and scales are narrowed on the output dim (dim 1
+ * of [in / pack, out]), so the destination is not contiguous and PyTorch's CPU-to-GPU copy_
+ * goes through a contiguous temporary on the GPU (copy_kernel_cuda: "dst_contig =
+ * dst.is_contiguous() ? dst : at::empty_like(dst)", aten/src/ATen/native/cuda/Copy.cu), freed
+ * after it.  A 16-bit weight [out, in] is narrowed on dim 0: contiguous, no temporary. */
+static void ls_load_shards(struct load_sim *s, const struct ls_linear *l, const struct gm_quant *q,
+                           const uint64_t *outs, size_t n)
+{
+    uint64_t gs = q->group_size ? q->group_size : l->in, groups = est_div_up(l->in, gs),
+             pack = 32 / q->bits;
+    for (size_t i = 0; i < n; i++) {
+        ls_free(s, ls_new(s, l->in / pack * outs[i] * 4));
+        ls_free(s, ls_new(s, groups * (outs[i] / pack) * 4));
+        ls_free(s, ls_new(s, groups * outs[i] * 2));
+    }
+}
+
+static void ls_marlin(struct load_sim *s, struct ls_linear *l, const struct gm_quant *q)
+{
+    uint64_t gs = q->group_size ? q->group_size : l->in, groups = est_div_up(l->in, gs), n;
+    ls_new(s, l->out / 64 * 16 * 4); /* the workspace, kept */
+    ls_free(s, l->g);
+    ls_free(s, l->z);
+    n = ls_new(s, l->in / (32 / q->bits) * l->out * 4);
+    ls_free(s, l->w);
+    l->w = n;
+    n = ls_new(s, groups * l->out * 2);
+    ls_free(s, l->sc);
+    l->sc = n;
+}
+
+enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm_quant *q,
+                                       bool marlin, uint64_t t, uint64_t *gap, struct gm_error *err)
+{
+    struct gm_alloc_conf conf;
+    struct gm_alloc_fakedev fake;
+    struct gm_alloc_device dev = {&gm_alloc_fakedev_ops, &fake, EST_MAX_BYTES};
+    struct gm_alloc_stats stats;
+    struct load_sim s = {NULL, err, GM_OK};
+    struct ls_linear lin[4];
+    uint64_t hd, vocab, rot;
+    *gap = 0;
+    /* a dense text decoder of a released size (a replay of more layers than any released
+     * model has is not attempted) */
+    if (!m || m->n_experts || m->n_linear_layers || m->kv_lora_rank || !m->gated_mlp || !t ||
+        m->vision.kind != GM_VISION_NONE || !m->n_heads || !m->hidden || !m->intermediate ||
+        !m->n_layers || m->n_layers > 1024 || m->n_heads % t ||
+        (q && (q->method != GM_QUANT_GPTQ || !q->bits || 32 % q->bits)))
+        return GM_OK;
+    if (q && marlin && q->desc_act)
+        return GM_OK; /* act-order Marlin layers keep a sorted g_idx and its permutation */
+    gm_alloc_conf_init(&conf);
+    gm_alloc_fakedev_init(&fake, 0);
+    if ((s.st = gm_alloc_new(&conf, &dev, &s.a, err)) != GM_OK)
+        return s.st;
+    hd = m->head_dim ? m->head_dim : m->hidden / m->n_heads;
+    vocab = est_div_up(est_div_up(m->vocab, 64) * 64, t);
+    rot = hd; /* the cos/sin cache: max_positions x rotary dim */
+    lin[0] = (struct ls_linear){
+        m->hidden, (m->n_heads / t + (m->n_kv_heads >= t ? m->n_kv_heads / t : 1) * 2) * hd,
+        0,         0,
+        0,         0};
+    lin[1] = (struct ls_linear){m->n_heads / t * hd, m->hidden, 0, 0, 0, 0};
+    lin[2] = (struct ls_linear){m->hidden, 2 * m->intermediate / t, 0, 0, 0, 0};
+    lin[3] = (struct ls_linear){m->intermediate / t, m->hidden, 0, 0, 0, 0};
+    {
+        struct ls_linear *all = gm_calloc(m->n_layers * 4, sizeof *all);
+        if (!all) {
+            gm_alloc_free(s.a);
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "vLLM load replay: out of memory");
+        }
+        ls_new(&s, vocab * m->hidden * 2); /* VocabParallelEmbedding */
+        for (uint64_t i = 0; i < m->n_layers && s.st == GM_OK; i++) {
+            struct ls_linear *l = all + 4 * i;
+            memcpy(l, lin, sizeof lin);
+            ls_create(&s, &l[0], q, m->qkv_bias);
+            ls_create(&s, &l[1], q, false);
+            if (i == 0 && m->max_positions) {
+                uint64_t pos = m->max_positions, inv = ls_new(&s, rot / 2 * 4),
+                         tt = ls_new(&s, pos * 4), fr = ls_new(&s, pos * rot / 2 * 4),
+                         co = ls_new(&s, pos * rot / 2 * 4), si = ls_new(&s, pos * rot / 2 * 4),
+                         cat = ls_new(&s, pos * rot * 4);
+                ls_free(&s, inv); /* _compute_cos_sin_cache returns: its locals go */
+                ls_free(&s, tt);
+                ls_free(&s, fr);
+                ls_free(&s, co);
+                ls_free(&s, si);
+                ls_new(&s, pos * rot * 2); /* cache.to(dtype), the buffer kept */
+                ls_free(&s, cat);
+            }
+            ls_create(&s, &l[2], q, false);
+            ls_create(&s, &l[3], q, false);
+            ls_new(&s, m->hidden * 2); /* input_layernorm */
+            ls_new(&s, m->hidden * 2); /* post_attention_layernorm */
+        }
+        ls_new(&s, m->hidden * 2);
+        if (!m->tied_embeddings)
+            ls_new(&s, vocab * m->hidden * 2);
+        /* load_weights in the checkpoint's name order within a layer (mlp before self_attn) */
+        if (q) {
+            uint64_t kv = (m->n_kv_heads >= t ? m->n_kv_heads / t : 1) * hd,
+                     qkv[3] = {m->n_heads / t * hd, kv, kv},
+                     gu[2] = {m->intermediate / t, m->intermediate / t};
+            for (uint64_t i = 0; i < m->n_layers && s.st == GM_OK; i++) {
+                ls_load_shards(&s, &all[4 * i + 2], q, gu, 2);
+                ls_load_shards(&s, &all[4 * i], q, qkv, 3);
+            }
+        }
+        if (q && marlin)
+            for (uint64_t i = 0; i < m->n_layers * 4 && s.st == GM_OK; i++)
+                ls_marlin(&s, &all[i], q);
+        gm_free(all);
+    }
+    if (s.st == GM_OK) {
+        gm_alloc_empty_cache(s.a);
+        gm_alloc_get_stats(s.a, &stats);
+        *gap = stats.reserved_bytes[GM_ALLOC_STAT_ALL].current -
+               stats.allocated_bytes[GM_ALLOC_STAT_ALL].current;
+    }
+    gm_alloc_free(s.a);
+    return s.st;
+}
+
 /* The profile peak of a V0 worker that does not sample.  From 0.2.7 (PR #2221, which gave the
  * engine a driver worker and replaced the all-gather of the logits) to before 0.8, at tp > 1,
  * the logits are gathered to rank 0 only (LogitsProcessor._get_logits:
@@ -943,6 +1154,28 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                                           64.0 * (double)GM_MIB, 0.5 * (double)GM_GIB)),
                   ca);
     logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca);
+    /* 0.6.5 and 0.6.6 count the load's unreleasable cache too (est_vllm_load_cache_gap) */
+    if (era == VLLM_V0_PROFILED && j->stack.vllm < GM_VERSION(0, 7, 0) && !v->non_torch_bytes &&
+        pp == 1) {
+        enum gm_quant_kernel k = j->numerics.quant_kernel;
+        bool gptq = cx->quant && cx->quant->method == GM_QUANT_GPTQ,
+             marlin = gptq && (k == GM_QKERNEL_MARLIN ||
+                               (k == GM_QKERNEL_AUTO && (!j->gpu.sm || j->gpu.sm >= 80)));
+        uint64_t gap = 0;
+        if ((!cx->quant || gptq) &&
+            (st = est_vllm_load_cache_gap(m, cx->quant, marlin, t, &gap, err)) != GM_OK)
+            return st;
+        if (gap) {
+            logged = gm_add_sat(logged, gap);
+            est_assume(e,
+                       "vLLM %s counts the cache the weights' load leaves in PyTorch's allocator "
+                       "as non-torch (allocated, not reserved, bytes subtracted; PR #11809 changed "
+                       "that in 0.7): %.1f MiB of partly used segments after %sempty_cache(), "
+                       "from a replay of the load",
+                       j->stack.vllm < GM_VERSION(0, 6, 6) ? "0.6.5" : "0.6.6",
+                       (double)gap / (double)GM_MIB, marlin ? "the Marlin repack and " : "");
+        }
+    }
     graphs = v->cuda_graph_bytes
                  ? v->cuda_graph_bytes
                  : vllm_graph_bytes(cx, T, seqs, t, &graph_sizes, &graph_largest, &graph_full);

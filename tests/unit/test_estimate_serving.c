@@ -1313,6 +1313,67 @@ static void test_vllm_cuda_context_by_gpu(void **state)
  * (NCCL and the custom all-reduce's two cudaMalloc'd IPC buffers of 8 MiB + metadata and
  * 8 MiB in it), 0.11 only the kernels (the snapshot follows the communicators); the budget
  * pays that figure in each version. */
+static void test_vllm_load_cache_gap(void **state)
+{
+    /* vLLM 0.6.5 and 0.6.6 subtract the allocated, not the reserved, bytes from the device's
+     * use (memory_profiling before PR #11809), so the free parts of the segments the load
+     * leaves partly used count as non-torch.  Phi-4 as GPTQ 4-bit g128 through Marlin (the
+     * v011 log's setup): each repacked qkv_proj qweight, 640 x 7680 int32 = 19,660,800 B, gets
+     * its own 20 MiB segment and leaves 1,310,720 B of it free, and the freed g_idx, qzeros
+     * and pre-permutation scales leave holes in the small pool, so the replay finds more than
+     * 40 x 1.25 MiB and more than without the repack (the plain GPTQ kernel below 8.0).  The
+     * fused qkv and gate_up shards are copied in through GPU temporaries (non-contiguous
+     * destinations), whose cached segments the repacked tensors then split: 176 MiB with
+     * them, 152 MiB without, so more than 170 MiB checks they are replayed */
+    const struct gm_model *m = gm_model_catalog_find("microsoft/phi-4");
+    struct gm_quant q;
+    struct gm_error err;
+    struct gm_job j;
+    uint64_t marlin, plain, bf16, kernels = 164 * GM_MIB;
+    (void)state;
+    assert_non_null(m);
+    memset(&q, 0, sizeof q);
+    q.method = GM_QUANT_GPTQ;
+    q.bits = 4;
+    q.group_size = 128;
+    q.zeros = true;
+    q.g_idx = true;
+    assert_int_equal(est_vllm_load_cache_gap(m, &q, true, 1, &marlin, &err), GM_OK);
+    assert_int_equal(est_vllm_load_cache_gap(m, &q, false, 1, &plain, &err), GM_OK);
+    assert_int_equal(est_vllm_load_cache_gap(m, NULL, false, 1, &bf16, &err), GM_OK);
+    assert_true(marlin > 40 * 1310720);
+    assert_true(marlin > 170 * GM_MIB);
+    assert_true(marlin > plain);
+    assert_true(marlin > bf16);
+    /* act-order Marlin and mixture-of-experts models are not replayed */
+    q.desc_act = true;
+    assert_int_equal(est_vllm_load_cache_gap(m, &q, true, 1, &plain, &err), GM_OK);
+    assert_int_equal(plain, 0);
+    assert_int_equal(est_vllm_load_cache_gap(gm_model_catalog_find("qwen3-30b-a3b"), NULL, false, 1,
+                                             &plain, &err),
+                     GM_OK);
+    assert_int_equal(plain, 0);
+    /* the estimate of that start: 0.6.5 logs the kernels and the replayed cache, 0.7.0 (the
+     * reserved-based figure) the kernels alone */
+    job_make("microsoft/phi-4",
+             "--infer --engine vllm --quant gptq --vllm-version 0.6.5 --gpu-memory 79.25 "
+             "--gpu-memory-utilization 0.15 --max-model-len 2048",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels + marlin);
+    assert_true(assumed(est, "partly used segments"));
+    gm_estimate_free(est);
+    est = NULL;
+    job_make("microsoft/phi-4",
+             "--infer --engine vllm --quant gptq --vllm-version 0.7.0 --gpu-memory 79.25 "
+             "--gpu-memory-utilization 0.15 --max-model-len 2048",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 static void test_vllm_non_torch_by_version(void **state)
 {
     /* the versions that charge NCCL and the all-reduce buffers, and whether the context too:
@@ -1328,7 +1389,7 @@ static void test_vllm_non_torch_by_version(void **state)
     const uint64_t kernels = 164 * GM_MIB, ar = 18 * GM_MIB;
     char args[160];
     struct gm_job j;
-    uint64_t context, nccl, need;
+    uint64_t context, nccl, need, gap;
     (void)state;
     /* CustomAllreduce._SUPPORTED_WORLD_SIZES, each buffer in 2 MiB granules */
     assert_int_equal(est_vllm_custom_allreduce_bytes(1, true), 0);
@@ -1424,8 +1485,16 @@ static void test_vllm_non_torch_by_version(void **state)
         context = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
         assert_int_equal(nccl, 2 * GM_GIB);
         assert_true(context > 0);
+        /* 0.6.5 (allocated-based, before PR #11809) counts the load's cached bytes too */
+        gap = 0;
+        if (!strcmp(charged[i].version, "0.6.5")) {
+            struct gm_error err;
+            assert_int_equal(est_vllm_load_cache_gap(j.model.model, NULL, false, 2, &gap, &err),
+                             GM_OK);
+            assert_true(gap > 0);
+        }
         assert_int_equal(est->serving.non_torch_logged_bytes,
-                         kernels + ar + nccl + (charged[i].context ? context : 0));
+                         kernels + ar + nccl + gap + (charged[i].context ? context : 0));
         need = est->serving.budget_bytes - est->serving.kv_pool_bytes;
         /* the pool is what the budget leaves after weights, profile peak and that figure,
          * cut to whole blocks */
@@ -1634,6 +1703,7 @@ int main(void)
         cmocka_unit_test(test_vllm_v0_workers_without_sampler),
         cmocka_unit_test(test_vllm_cuda_context_by_gpu),
         cmocka_unit_test(test_vllm_non_torch_by_version),
+        cmocka_unit_test(test_vllm_load_cache_gap),
         cmocka_unit_test(test_vllm_profile_sampler_by_runner),
         cmocka_unit_test(test_vllm_budget_from_cuda_total),
         cmocka_unit_test(test_vllm_tokens_logged_hybrid),
