@@ -9,7 +9,8 @@
  *   1. one pass, on the events as the loader commits them when the load was given
  *      gm_analysis_first_pass_consumer(), else with a cursor over the stored trace ("step 1"
  * below): allocations (alloc -> free_completed by address, as gm_snapshot_timeline() does, with the
- * allocation each free_completed ends kept in trace order), the raw phase of each event from its
+ * allocation each free_completed ends kept in trace order; while loading the timeline's fold
+ * pairs them, its one map serving both: snap_fold_answers()), the raw phase of each event from its
  * stack (classify.c), the oom events, the segment events for the layout history (layout.c builds it
  * from them in step 6) and the reserved bytes, the time of each event (as the step from the one
  * before)
@@ -43,8 +44,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NO_ALLOC UINT32_MAX
-#define EARLY    0x80000000u /* free_of[]: an index into the early allocations */
+#define NO_ALLOC SNAP_NO_ALLOC /* no allocation: the fold's word for it is the scan's */
+#define EARLY    0x80000000u   /* free_of[]: an index into the early allocations */
 
 /* Event -> interval in O(1) amortised: for each block of IX_BLOCK events, the last
  * interval starting at or before the block's first event; a look-up steps forward from
@@ -383,7 +384,11 @@ struct scan {
     int64_t last_t, t0;  /* the time of the last event, of the first */
     struct gm_analysis_alloc *trace, *early;
     size_t n_trace, cap_trace, n_early, cap_early;
-    struct gm_map map; /* address -> index in trace[] of the allocation there */
+    /* the allocation at each address: while loading the trace's fold answers (its ordinal
+     * among the allocs is its index in trace[]; snapshot_int.h), so that one map serves
+     * both; a walk keeps its own, address -> index in trace[] */
+    const struct snap_fold *fold;
+    struct gm_map map;
     uint32_t *free_of; /* see struct work */
     size_t n_free_of, cap_free_of;
     int64_t *ooms;
@@ -510,10 +515,11 @@ scan_push(struct scan *s, struct gm_analysis_alloc **arr, size_t *n, size_t *cap
 
 /* Event k into the scan.  'snap' and 'rule' while walking (the stream and the raw phase
  * made at once, into phase[]), NULL while loading (the extra id and the stack kept).
- * False when it stops (s->stop). */
+ * 'found': the fold's answer for the event while loading (snap_fold_answers()), NULL when
+ * walking (the scan's own map answers).  False when it stops (s->stop). */
 static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct gm_snapshot_event *e,
                                         const struct gm_snapshot *snap, struct raw_rule *rule,
-                                        uint8_t *phase)
+                                        uint8_t *phase, const uint32_t *found)
 {
     s->has_frames |= e->stack != 0;
     s->n_timed += (e->flags & GM_EVENT_HAS_TIME) != 0;
@@ -568,14 +574,14 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
             return false;
         a->alloc_event = (int32_t)k;
         a->stack = e->stack;
-        if (!gm_map_put(&s->map, e->addr, s->n_trace - 1)) {
+        if (!found && !gm_map_put(&s->map, e->addr, s->n_trace - 1)) {
             s->stop = SCAN_NOMEM;
             return false;
         }
         break;
     }
     case GM_ACTION_FREE_REQUESTED: {
-        uint32_t i = ana_map_u32(&s->map, e->addr);
+        uint32_t i = found ? *found : ana_map_u32(&s->map, e->addr);
         if (i != NO_ALLOC && s->trace[i].free_requested_event < 0) {
             s->trace[i].free_requested_event = (int32_t)k;
             s->trace[i].free_has_stack = e->stack != 0;
@@ -584,7 +590,7 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
     }
     case GM_ACTION_FREE_COMPLETED: {
         uint64_t v;
-        uint32_t i = gm_map_take(&s->map, e->addr, &v) ? (uint32_t)v : NO_ALLOC;
+        uint32_t i = found ? *found : gm_map_take(&s->map, e->addr, &v) ? (uint32_t)v : NO_ALLOC;
         if (!s->diff_only && s->n_free_of == s->cap_free_of &&
             !scan_grow(s, (void **)&s->free_of, &s->cap_free_of, s->n_free_of + 1,
                        sizeof(uint32_t)))
@@ -638,15 +644,17 @@ static const struct snap_consumer_ops pass_ops;
 static void *pass_open(void *ctx, uint32_t index, struct gm_budget *shared,
                        struct gm_snapshot_packed *pk)
 {
-    struct scan *s = gm_calloc(1, sizeof(*s));
+    struct scan *s;
     (void)ctx;
     (void)index;
-    if (!s)
-        return NULL;
+    if (!pk->fold || !(s = gm_calloc(1, sizeof(*s))))
+        return NULL; /* (without the fold's map: done after the load) */
     s->budget = gm_budget_make(0, 0);
     s->budget.shared = shared;
     s->loading = true;
-    gm_map_init(&s->map, &s->budget);
+    /* the fold (opened first) keeps the map for both */
+    s->fold = pk->fold;
+    snap_fold_answer(pk->fold);
     /* the times while they can be kept (a diff ignores them) */
     s->tm.dt = gm_vec_grow(NULL, &s->tm.cap_dt, 1, sizeof(uint16_t), GM_VEC_BIG, &s->budget);
     pk->consumed = s;
@@ -668,10 +676,15 @@ static void pass_give_up(struct scan *s)
 static void pass_events(void *state, const struct gm_snapshot_event *ev, size_t n)
 {
     struct scan *s = state;
-    if (s->abandoned)
+    const uint32_t *found;
+    if (s->abandoned || !n)
         return;
+    if (!(found = snap_fold_answers(s->fold, s->n, n))) {
+        pass_give_up(s); /* the fold gave up: no map to pair the frees with */
+        return;
+    }
     for (size_t i = 0; i < n; i++)
-        if (!scan_event(s, s->n + i, &ev[i], NULL, NULL, NULL)) {
+        if (!scan_event(s, s->n + i, &ev[i], NULL, NULL, NULL, &found[i])) {
             /* what the walk would say is found by the walk */
             pass_give_up(s);
             return;
@@ -712,17 +725,13 @@ const struct gm_snapshot_consumer *gm_analysis_first_pass_consumer(void)
 static struct scan *scan_taken(struct work *w, const struct raw_rule *rule)
 {
     struct scan *s = snap_consumed_take(w->sd, &pass_ops);
-    uint64_t map_bytes;
     if (!s)
         return NULL;
     snap_memory_moved(w->sd, s->budget.used);
     s->budget.shared = NULL;
-    /* the walk's map is not counted either: the same budget whichever ran */
-    map_bytes = s->map.slots ? (uint64_t)(s->map.mask + 1) * sizeof(struct gm_map_slot) : 0;
-    s->map.budget = NULL;
-    gm_budget_give(&s->budget, map_bytes);
     scan_times_end(s);
-    if (s->abandoned || s->n != w->sd->n_events ||
+    /* (the fold answered for every event, and says which blocks are alive from the start) */
+    if (s->abandoned || s->n != w->sd->n_events || !snap_fold_from_start(w->sd) ||
         (rule->steps.n && (!s->tm.dt || s->n_timed != s->n)))
         goto out_release;
     if (w->diff_only) {
@@ -817,6 +826,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     const struct gm_snapshot *snap = w->snap;
     struct gm_analysis_device *dev = w->dev;
     struct scan s, *taken;
+    bool loaded = false; /* the scan the loader made */
     struct raw_rule rule;
     enum gm_status st = GM_OK;
     uint64_t base;
@@ -834,6 +844,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     taken = scan_taken(w, &rule);
     base = snap_memory_held(snap) + w->priv->held + w->held;
     if (taken) {
+        loaded = true;
         s = *taken;
         gm_free(taken);
         s.budget = gm_budget_make(snap->memory_limit, base + s.budget.used);
@@ -868,24 +879,27 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         s.last_t = s.t0 = gm_snapshot_event_at(sd, 0, &first) ? first.time_us : 0;
         gm_snapshot_cursor_init(&c, sd, 0);
         while ((e = gm_snapshot_cursor_next(&c)) != NULL)
-            if (!scan_event(&s, c.index, e, snap, &walk_rule, phase))
+            if (!scan_event(&s, c.index, e, snap, &walk_rule, phase, NULL))
                 goto stopped;
         s.n = n;
         scan_times_end(&s);
     }
     w->trace_has_frames = s.has_frames;
     w->n_timed = s.n_timed;
-    /* Blocks allocated at snapshot time with no alloc pending at the end: alive throughout. */
+    /* Blocks allocated at snapshot time with no alloc pending at the end: alive throughout
+     * (the fold says which, where it kept the map) */
+    const uint64_t *from_start = loaded ? snap_fold_from_start(sd) : NULL;
+    size_t j = 0; /* the block's index among the device's */
     for (size_t si = 0; si < snap->n_segments; si++) {
         const struct gm_snapshot_segment *seg = &snap->segments[si];
         if (seg->device != sd->index)
             continue;
-        for (size_t b = 0; b < seg->n_blocks; b++) {
+        for (size_t b = 0; b < seg->n_blocks; b++, j++) {
             const struct gm_snapshot_block *blk = &seg->blocks[b];
             struct gm_analysis_alloc *a;
-            if (blk->state != GM_BLOCK_ACTIVE_ALLOCATED)
-                continue;
-            if (gm_map_get(&s.map, blk->address, NULL))
+            if (from_start ? !(from_start[j / 64] >> (j % 64) & 1)
+                           : (blk->state != GM_BLOCK_ACTIVE_ALLOCATED ||
+                              gm_map_get(&s.map, blk->address, NULL)))
                 continue;
             if (s.n_early >= (size_t)0x7fffffff) {
                 s.stop = SCAN_TOO_MANY;

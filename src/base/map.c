@@ -70,6 +70,7 @@ static bool rehash(struct gm_map *m, size_t n_slots)
     m->slots = s;
     m->mask = mask;
     m->shift = shift;
+    m->room = n_slots / 2;
     return true;
 }
 
@@ -121,7 +122,7 @@ bool gm_map_add(struct gm_map *m, uint64_t hash, uint64_t val)
     size_t i;
     if (!hash)
         hash = ZERO_HASH;
-    if ((m->n + 1) * 2 > (m->slots ? m->mask + 1 : 0) && !gm_map_grow_(m))
+    if (m->n >= m->room && !gm_map_grow_(m))
         return false;
     for (i = gm_map_home_(m, hash); m->slots[i].key; i = (i + 1) & m->mask)
         ;

@@ -37,6 +37,7 @@ struct gm_map {
     size_t mask;
     unsigned shift; /* 64 - log2(mask + 1) */
     size_t n;       /* entries in the slots */
+    size_t room;    /* entries the slots take before they grow: half of them (0: no slots) */
     bool has_zero;  /* the entry of key 0 (by key only), kept beside the slots */
     uint64_t zero_val;
     struct gm_budget *budget; /* charged for the slots; NULL: none */
@@ -44,7 +45,7 @@ struct gm_map {
 
 #define GM_MAP_INIT                                                                                \
     {                                                                                              \
-        NULL, 0, 0, 0, false, 0, NULL                                                              \
+        NULL, 0, 0, 0, 0, false, 0, NULL                                                           \
     }
 
 /* An empty map charging 'budget' (NULL: none) for its slots. */
@@ -122,7 +123,7 @@ static inline uint64_t *gm_map_at(struct gm_map *m, uint64_t key, bool *added)
         }
         return &m->zero_val;
     }
-    if ((m->n + 1) * 2 > (m->slots ? m->mask + 1 : 0) && !gm_map_grow_(m))
+    if (m->n >= m->room && !gm_map_grow_(m))
         return NULL;
     for (i = gm_map_home_(m, key); m->slots[i].key; i = (i + 1) & m->mask)
         if (m->slots[i].key == key)

@@ -134,6 +134,27 @@ void snap_fold_finish(struct snap_fold *f, const struct gm_snapshot *snap,
 /* Whether the timeline of 'd' comes from its fold (no walk of the trace). */
 bool snap_fold_ready(const struct gm_snapshot_device *d);
 
+/* The fold's address map answers another consumer of the same trace, which then keeps no
+ * map of its own: the one rule that pairs an event with the allocation its address holds
+ * (an alloc makes its allocation the address's, displacing any before; a free_completed
+ * ends the address's; a free_requested only reads it).  Allocations are named by their
+ * ordinal, the nth alloc event of the trace counted from 0.  Ask for the answers in the
+ * consumer's open(), where gm_snapshot_packed.fold is the fold of the same trace (the fold
+ * is opened first and gets each batch first). */
+#define SNAP_NO_ALLOC UINT32_MAX
+void snap_fold_answer(struct snap_fold *f);
+/* For the batch of events first..first+n-1 the fold took last: per event, for a
+ * free_requested or free_completed the ordinal of the allocation pending at its address
+ * before it (SNAP_NO_ALLOC: none), for any other event nothing (not to be read); borrowed
+ * until the fold's next batch.  NULL when the fold gave up, did not answer or took
+ * another batch last: the consumer then does its work after the load. */
+const uint32_t *snap_fold_answers(const struct snap_fold *f, size_t first, size_t n);
+/* Where the fold answered and is ready (snap_fold_ready()): a bit per block of the device
+ * (counting the blocks of its segments in order, bit j % 64 of word j / 64), set for a
+ * block allocated at snapshot time that no allocation pending at the end of the trace
+ * explains (alive from the start); else NULL. */
+const uint64_t *snap_fold_from_start(const struct gm_snapshot_device *d);
+
 /* ---- packed traces (events.c) ---- */
 
 /* What an event is written against: the fields of the event before. */

@@ -42,7 +42,10 @@ struct pend {
     int32_t ev; /* the alloc event; AM_EMPTY: a free record */
     uint32_t stack;
     uint32_t extra;
-    uint32_t next_free; /* a free record: the next free one, AM_NONE at the end */
+    union {
+        uint32_t nth;       /* a pending allocation: its alloc's ordinal among the trace's */
+        uint32_t next_free; /* a free record: the next free one, AM_NONE at the end */
+    };
 };
 
 #define AM_EMPTY INT32_MIN
@@ -81,10 +84,10 @@ static bool am_reserve(struct addr_map *m, size_t n)
     return gm_map_reserve(&m->map, n) && GM_VEC_RESERVE(m->recs, m->cap_recs, n, &m->budget);
 }
 
-/* addr -> the alloc event 'e' (index k); *displaced gets the pending allocation it
- * replaces, if any (its ev is AM_EMPTY otherwise). */
+/* addr -> the alloc event 'e' (index k, the trace's nth alloc); *displaced gets the pending
+ * allocation it replaces, if any (its ev is AM_EMPTY otherwise). */
 static GM_INLINE_ALWAYS bool am_set(struct addr_map *m, const struct gm_snapshot_event *e,
-                                    int32_t k, struct pend *displaced)
+                                    int32_t k, uint32_t nth, struct pend *displaced)
 {
     bool added;
     uint64_t *slot = gm_map_at(&m->map, e->addr, &added);
@@ -116,6 +119,7 @@ static GM_INLINE_ALWAYS bool am_set(struct addr_map *m, const struct gm_snapshot
     p->ev = k;
     p->stack = e->stack;
     p->extra = e->extra;
+    p->nth = nth;
     return true;
 }
 
@@ -223,7 +227,7 @@ static enum gm_status list_live(const struct gm_snapshot *snap, const struct gm_
         k = (int64_t)c.index;
         if (e->action == GM_ACTION_ALLOC) {
             struct pend old;
-            if (!am_set(&m, e, (int32_t)k, &old))
+            if (!am_set(&m, e, (int32_t)k, 0, &old))
                 goto out_fail;
             if (old.ev != AM_EMPTY && k <= peak) /* displaced: alive to the end */
                 PUSH_LIVE(old.addr, old.bytes, gm_snapshot_extra_stream(snap, old.extra), old.stack,
@@ -274,7 +278,14 @@ out_release:
  * then reads them.  Any case that pass 1 alone cannot settle (sums that may saturate, too
  * many events, memory) leaves the fold unusable, and the timeline walks the trace with the
  * same rule per event (fold_event(), without the lists beside the map) and passes 2 and 3:
- * both give the same answer (tests hold them against each other). */
+ * both give the same answer (tests hold them against each other).
+ *
+ * The analysis's first pass reads the same events while loading and pairs them with
+ * allocations by the same rule: rather than a second map over the same addresses, it asks
+ * the fold (snap_fold_answer()), which then notes per batch the allocation each
+ * free_requested and free_completed met (by its ordinal among the allocs) and, at the end,
+ * which blocks no pending allocation explains.  A fold that gives up stops answering, and
+ * the first pass gives up with it (its work is then done from the stored trace). */
 struct pend_at {
     struct pend p;
     int64_t k; /* the event that displaced or freed it */
@@ -298,6 +309,14 @@ struct snap_fold {
     size_t n_displaced, cap_displaced, n_unmatched, cap_unmatched;
     struct gm_snapshot_timeline tl; /* snap_fold_finish(): the figures and the live list */
     size_t cap_live;
+    /* answers for another reader of the trace (snap_fold_answer()) */
+    bool answer;
+    uint32_t n_allocs;    /* alloc events so far: the next one's ordinal */
+    uint32_t *found;      /* per event of the last batch (free_requested, free_completed) */
+    size_t cap_found;     /* entries of found[] */
+    size_t batch_first;   /* the index of the last batch's first event */
+    uint64_t *from_start; /* snap_fold_finish(): a bit per block of the device */
+    size_t n_from_start;  /* words of from_start[] */
 };
 
 /* An empty fold whose map and lists are charged to 'budget'. */
@@ -318,6 +337,9 @@ static void fold_init(struct snap_fold *f, struct gm_budget budget, bool keep_li
 static void fold_drop(struct snap_fold *f)
 {
     am_release(&f->m);
+    gm_free(f->found);
+    f->found = NULL;
+    f->cap_found = 0;
     gm_free(f->gone);
     gm_free(f->displaced);
     gm_free(f->unmatched);
@@ -325,8 +347,9 @@ static void fold_drop(struct snap_fold *f)
     f->displaced = f->unmatched = NULL;
     f->n_gone = f->cap_gone = f->n_displaced = f->cap_displaced = 0;
     f->n_unmatched = f->cap_unmatched = 0;
-    uint64_t live = gm_budget_bytes(f->cap_live, sizeof(*f->tl.live));
-    gm_budget_give(&f->m.budget, f->m.budget.used > live ? f->m.budget.used - live : 0);
+    uint64_t kept = gm_budget_bytes(f->cap_live, sizeof(*f->tl.live)) +
+                    gm_budget_bytes(f->n_from_start, sizeof(*f->from_start));
+    gm_budget_give(&f->m.budget, f->m.budget.used > kept ? f->m.budget.used - kept : 0);
 }
 
 void snap_fold_free(struct snap_fold *f)
@@ -335,6 +358,7 @@ void snap_fold_free(struct snap_fold *f)
         return;
     fold_drop(f);
     gm_free(f->tl.live);
+    gm_free(f->from_start);
     gm_free(f);
 }
 
@@ -344,22 +368,27 @@ static void fold_give_up(struct snap_fold *f)
     gm_free(f->tl.live);
     f->tl.live = NULL;
     f->tl.n_live = f->cap_live = 0;
+    gm_free(f->from_start);
+    f->from_start = NULL;
+    f->n_from_start = 0;
     fold_drop(f);
 }
 
 /* Event 'e' (index k) into the fold: pass 1's running sums (as signed) and their first
  * maxima; the allocated sum rises only at an alloc and the reserved one only at a segment
- * alloc or map, so their first maxima are looked for there alone.  False when the map or
- * a list cannot grow. */
+ * alloc or map, so their first maxima are looked for there alone.  With 'found' (not NULL
+ * only where the fold answers), *found gets the ordinal of the allocation pending at a
+ * free_requested's or free_completed's address (SNAP_NO_ALLOC: none).  False when the map
+ * or a list cannot grow. */
 static GM_INLINE_ALWAYS bool fold_event(struct snap_fold *f, const struct gm_snapshot_event *e,
-                                        int64_t k)
+                                        int64_t k, uint32_t *found)
 {
     struct addr_map *m = &f->m;
     f->mag_over |= __builtin_add_overflow(f->mag, e->size, &f->mag);
     switch (e->action) {
     case GM_ACTION_ALLOC: {
         struct pend old;
-        if (!am_set(m, e, (int32_t)k, &old))
+        if (!am_set(m, e, (int32_t)k, f->n_allocs++, &old))
             return false;
         if (old.ev != AM_EMPTY && f->keep_live) {
             struct pend_at *d =
@@ -380,9 +409,19 @@ static GM_INLINE_ALWAYS bool fold_event(struct snap_fold *f, const struct gm_sna
         }
         break;
     }
+    case GM_ACTION_FREE_REQUESTED:
+        if (found) {
+            uint64_t i;
+            *found = gm_map_get(&m->map, e->addr, &i) ? m->recs[i].nth : SNAP_NO_ALLOC;
+        }
+        break;
     case GM_ACTION_FREE_COMPLETED: {
         struct pend p;
+        if (found)
+            *found = SNAP_NO_ALLOC;
         if (am_take(m, e->addr, &p)) {
+            if (found)
+                *found = p.nth;
             f->n_matched++;
             f->rel -= p.bytes;
             f->sizes_agree &= p.bytes == e->size;
@@ -449,16 +488,44 @@ static void fold_events(void *state, const struct gm_snapshot_event *ev, size_t 
     struct snap_fold *f = state;
     if (!f->usable)
         return;
-    if (f->n_events + n >= (size_t)INT32_MAX - 1) {
-        fold_give_up(f);
-        return;
+    if (f->n_events + n >= (size_t)INT32_MAX - 1)
+        goto give_up;
+    if (f->answer) {
+        /* the same rule, its answers kept: a loop of its own, so that the fold alone pays
+         * nothing for them */
+        if (!GM_VEC_RESERVE(f->found, f->cap_found, n, &f->m.budget))
+            goto give_up;
+        for (size_t i = 0; i < n; i++)
+            if (!fold_event(f, &ev[i], (int64_t)(f->n_events + i), &f->found[i]))
+                goto give_up;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (!fold_event(f, &ev[i], (int64_t)(f->n_events + i), NULL))
+                goto give_up;
     }
-    for (size_t i = 0; i < n; i++)
-        if (!fold_event(f, &ev[i], (int64_t)(f->n_events + i))) {
-            fold_give_up(f);
-            return;
-        }
+    f->batch_first = f->n_events;
     f->n_events += n;
+    return;
+give_up:
+    fold_give_up(f);
+}
+
+void snap_fold_answer(struct snap_fold *f)
+{
+    if (f)
+        f->answer = true;
+}
+
+const uint32_t *snap_fold_answers(const struct snap_fold *f, size_t first, size_t n)
+{
+    if (!f || !f->usable || !f->answer || f->batch_first != first || f->n_events != first + n)
+        return NULL;
+    return f->found;
+}
+
+const uint64_t *snap_fold_from_start(const struct gm_snapshot_device *d)
+{
+    return snap_fold_ready(d) ? d->packed->fold->from_start : NULL;
 }
 
 static void fold_abandon(void *state)
@@ -495,17 +562,33 @@ static bool fold_live(struct snap_fold *f, const struct gm_snapshot *snap, const
 static bool fold_segments(struct snap_fold *f, const struct gm_snapshot *snap,
                           const struct gm_snapshot_device *d, uint64_t *mag, uint64_t *res_final)
 {
+    size_t j = 0; /* the block's index among the device's */
     *mag = f->mag_over ? UINT64_MAX : f->mag;
     *res_final = 0;
+    if (f->answer) {
+        size_t n = 0;
+        for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++)
+            n += snap->segments[si].n_blocks;
+        n = n / 64 + 1;
+        if (!gm_budget_take(&f->m.budget, gm_budget_bytes(n, sizeof(uint64_t))))
+            return false;
+        if (!(f->from_start = gm_calloc(n, sizeof(uint64_t)))) {
+            gm_budget_give(&f->m.budget, gm_budget_bytes(n, sizeof(uint64_t)));
+            return false;
+        }
+        f->n_from_start = n;
+    }
     for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
         const struct gm_snapshot_segment *seg = &snap->segments[si];
         *res_final += seg->total_size;
         *mag = snap_sat_add(*mag, seg->total_size);
-        for (size_t bi = 0; bi < seg->n_blocks; bi++) {
+        for (size_t bi = 0; bi < seg->n_blocks; bi++, j++) {
             const struct gm_snapshot_block *b = &seg->blocks[bi];
             struct pend p;
             if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_has(&f->m, b->address))
                 continue;
+            if (f->from_start)
+                f->from_start[j / 64] |= (uint64_t)1 << (j % 64);
             *mag = snap_sat_add(*mag, b->requested_size);
             f->initial = snap_sat_add(f->initial, b->requested_size);
             if (!f->keep_live)
@@ -652,7 +735,7 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
     fold_init(&f, gm_budget_make(snap->memory_limit, snap_memory_held(snap)), false);
     gm_snapshot_cursor_init(&c, d, 0);
     while ((e = gm_snapshot_cursor_next(&c)) != NULL)
-        if (!fold_event(&f, e, (int64_t)c.index)) {
+        if (!fold_event(&f, e, (int64_t)c.index, NULL)) {
             st = am_fail(&f.m, index, err);
             fold_drop(&f);
             return st;
@@ -756,26 +839,33 @@ enum gm_status gm_snapshot_walk_init(struct gm_snapshot_walk *w, const struct gm
     return GM_OK;
 }
 
+/* A walk's totals: gm_snapshot_walk's allocated, reserved and res_, or a batch's copy of
+ * them whose address no call takes (kept in registers while the totals after each event
+ * are stored, which the compiler would otherwise have to assume write them). */
+struct walk_sums {
+    uint64_t *allocated, *reserved, *res;
+};
+
 /* The totals after event 'e' (event 'k'): the walk's one rule, for both ways of taking the
- * events. */
-static inline void walk_step(struct gm_snapshot_walk *w, struct addr_map *m,
-                             const struct gm_snapshot_event *e, size_t k)
+ * events (always inline: with m == &no_map the map's part goes). */
+static GM_INLINE_ALWAYS void walk_step(struct walk_sums t, struct addr_map *m,
+                                       const struct gm_snapshot_event *e, size_t k)
 {
     switch (e->action) {
     case GM_ACTION_ALLOC:
         /* never grows the map: walk_init() made room for pass 1's most pending */
         if (m != &no_map)
-            (void)am_set(m, e, (int32_t)k, NULL);
-        w->allocated = snap_sat_add(w->allocated, e->size);
+            (void)am_set(m, e, (int32_t)k, 0, NULL);
+        *t.allocated = snap_sat_add(*t.allocated, e->size);
         break;
     case GM_ACTION_FREE_COMPLETED: {
         struct pend p;
         uint64_t b = m != &no_map && am_take(m, e->addr, &p) ? p.bytes : e->size;
-        w->allocated = w->allocated >= b ? w->allocated - b : 0;
+        *t.allocated = *t.allocated >= b ? *t.allocated - b : 0;
         break;
     }
     default:
-        w->reserved = gm_snapshot_reserved_step(&w->res_, e);
+        *t.reserved = gm_snapshot_reserved_step(t.res, e);
         break;
     }
 }
@@ -786,7 +876,7 @@ const struct gm_snapshot_event *gm_snapshot_walk_next(struct gm_snapshot_walk *w
     const struct gm_snapshot_event *e;
     if (!m || !(e = gm_snapshot_cursor_next(&w->cur)))
         return NULL;
-    walk_step(w, m, e, w->cur.index);
+    walk_step((struct walk_sums){&w->allocated, &w->reserved, &w->res_}, m, e, w->cur.index);
     return e;
 }
 
@@ -796,6 +886,8 @@ size_t snap_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_even
     struct addr_map *m = w->map_;
     struct gm_snapshot_cursor *c = &w->cur;
     const struct gm_snapshot_event *e;
+    uint64_t allocated = w->allocated, reserved = w->reserved, res = w->res_;
+    struct walk_sums t = {&allocated, &reserved, &res};
     size_t n, k;
     if (!m || (c->p == c->end && !gm_snapshot_cursor_fill(c)))
         return 0;
@@ -805,11 +897,22 @@ size_t snap_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_even
         n = GM_SNAPSHOT_CURSOR_BATCH;
     e = c->p;
     k = c->index;
-    for (size_t i = 0; i < n; i++) {
-        walk_step(w, m, &e[i], ++k);
-        after[i].allocated = w->allocated;
-        after[i].reserved = w->reserved;
+    if (m == &no_map) {
+        for (size_t i = 0; i < n; i++) {
+            walk_step(t, &no_map, &e[i], ++k);
+            after[i].allocated = allocated;
+            after[i].reserved = reserved;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            walk_step(t, m, &e[i], ++k);
+            after[i].allocated = allocated;
+            after[i].reserved = reserved;
+        }
     }
+    w->allocated = allocated;
+    w->reserved = reserved;
+    w->res_ = res;
     *events = e;
     c->p = e + n;
     c->index = k;

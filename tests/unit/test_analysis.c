@@ -2543,6 +2543,145 @@ static void test_first_pass_after_a_long_batch_is_the_walk(void **state)
     free(buf);
 }
 
+/* A trace for the pairing of events with allocations (snap_fold_answers()): a free_requested
+ * before and after an alloc displaced the first at its address, frees without an alloc, an
+ * allocation pending at the end at an allocated block's address, and blocks allocated at
+ * snapshot time that none explains (one never allocated in the trace, one allocated and
+ * freed there).  Its events, by index:
+ *   0 alloc 0x20000 (100)        1 free_requested 0x20000     2 alloc 0x20000 (200)
+ *   3 free_requested 0x20000     4 free_completed 0x20000     5 free_requested 0x30000
+ *   6 free_completed 0x30000     7 alloc 0x10000 (1000)       8 alloc 0x10800 (800)
+ *   9 free_completed 0x10800    10 free_requested 0x10800
+ * Its one segment at 0x10000 has four blocks of 1024 bytes: allocated (0x10000, 0x10400,
+ * 0x10800) and inactive (0x10c00). */
+static void write_pairs(char **buf, size_t *len)
+{
+    static const struct {
+        const char *action;
+        uint64_t addr, size;
+    } ev[] = {
+        {"alloc", 0x20000, 100},          {"free_requested", 0x20000, 100},
+        {"alloc", 0x20000, 200},          {"free_requested", 0x20000, 200},
+        {"free_completed", 0x20000, 200}, {"free_requested", 0x30000, 50},
+        {"free_completed", 0x30000, 50},  {"alloc", 0x10000, 1000},
+        {"alloc", 0x10800, 800},          {"free_completed", 0x10800, 800},
+        {"free_requested", 0x10800, 800},
+    };
+    static const struct {
+        uint64_t requested;
+        const char *state;
+    } blocks[] = {{1000, "active_allocated"},
+                  {900, "active_allocated"},
+                  {800, "active_allocated"},
+                  {0, "inactive"}};
+    struct gm_pickle_writer *w;
+    struct gm_error err;
+    FILE *f = open_memstream(buf, len);
+    assert_non_null(f);
+    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
+    gm_pickle_dict_begin(w, 2);
+    gm_pickle_str(w, "segments");
+    gm_pickle_list_begin(w, 1);
+    gm_pickle_dict_begin(w, 6);
+    gm_pickle_str(w, "device");
+    gm_pickle_int(w, 0);
+    gm_pickle_str(w, "address");
+    gm_pickle_uint(w, 0x10000);
+    gm_pickle_str(w, "total_size");
+    gm_pickle_uint(w, 4096);
+    gm_pickle_str(w, "stream");
+    gm_pickle_uint(w, 0);
+    gm_pickle_str(w, "segment_type");
+    gm_pickle_str(w, "small");
+    gm_pickle_str(w, "blocks");
+    gm_pickle_list_begin(w, sizeof(blocks) / sizeof(blocks[0]));
+    for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+        gm_pickle_dict_begin(w, 3);
+        gm_pickle_str(w, "size");
+        gm_pickle_uint(w, 1024);
+        gm_pickle_str(w, "requested_size");
+        gm_pickle_uint(w, blocks[i].requested);
+        gm_pickle_str(w, "state");
+        gm_pickle_str(w, blocks[i].state);
+        gm_pickle_dict_end(w);
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "device_traces");
+    gm_pickle_list_begin(w, 1);
+    gm_pickle_list_begin(w, sizeof(ev) / sizeof(ev[0]));
+    for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+        gm_pickle_dict_begin(w, 5);
+        gm_pickle_str(w, "action");
+        gm_pickle_str(w, ev[i].action);
+        gm_pickle_str(w, "addr");
+        gm_pickle_uint(w, ev[i].addr);
+        gm_pickle_str(w, "size");
+        gm_pickle_uint(w, ev[i].size);
+        gm_pickle_str(w, "stream");
+        gm_pickle_uint(w, 0);
+        gm_pickle_str(w, "time_us");
+        gm_pickle_int(w, 1000 + 10 * (int64_t)i);
+        gm_pickle_dict_end(w);
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The first pass made while loading pairs each free_requested and free_completed with the
+ * allocation its address holds from the timeline's fold (one map for both), and takes the
+ * blocks alive from the start from it: each allocation's events as the trace above says,
+ * the same as the walk's pairing with its own map, and the loader's pass is the one used. */
+static void test_first_pass_pairs_events_with_the_folds_map(void **state)
+{
+    static const struct {
+        uint64_t addr;
+        int32_t alloc_event, free_event, free_requested_event;
+    } want[] = {
+        {0x30000, -1, 6, -1},  /* freed without an alloc (its free_requested had none either) */
+        {0x10400, -1, -1, -1}, /* a block no alloc explains */
+        {0x10800, -1, -1, -1}, /* a block whose alloc was freed in the trace */
+        {0x20000, 0, -1, 1},   /* displaced at event 2: never freed */
+        {0x20000, 2, 4, 3},
+        {0x10000, 7, -1, -1}, /* pending at the end: its block is not counted again */
+        {0x10800, 8, 9, -1},  /* the free_requested after its free has no allocation */
+    };
+    char *buf, *ha, *hb;
+    size_t len, ta, tb;
+    struct gm_snapshot *sa, *sb;
+    struct gm_analysis *a, *b;
+    (void)state;
+    write_pairs(&buf, &len);
+    first_pass_agrees(buf, len, "pairs");
+    a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
+    b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
+    assert_int_equal(ta, 0);
+    assert_int_equal(tb, 1);
+    for (int r = 0; r < 2; r++) {
+        const struct gm_analysis_device *d = &(r ? b : a)->devices[0];
+        assert_int_equal(d->n_allocs, sizeof(want) / sizeof(want[0]));
+        for (size_t i = 0; i < d->n_allocs; i++) {
+            assert_true(d->allocs[i].addr == want[i].addr);
+            assert_int_equal(d->allocs[i].alloc_event, want[i].alloc_event);
+            assert_int_equal(d->allocs[i].free_event, want[i].free_event);
+            assert_int_equal(d->allocs[i].free_requested_event, want[i].free_requested_event);
+        }
+    }
+    analyses_equal(a, b, true, "pairs");
+    assert_string_equal(ha, hb);
+    free(ha);
+    free(hb);
+    gm_analysis_free(a);
+    gm_analysis_free(b);
+    gm_snapshot_free(sa);
+    gm_snapshot_free(sb);
+    free(buf);
+}
+
 /* The rank a file's name carries, by the names launchers and trainers write. */
 static void test_rank_from_file_names(void **state)
 {
@@ -2862,6 +3001,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_first_pass_while_loading_equals_the_walk),
     cmocka_unit_test(test_first_pass_used_on_streams_and_step_ranges),
     cmocka_unit_test(test_first_pass_after_a_long_batch_is_the_walk),
+    cmocka_unit_test(test_first_pass_pairs_events_with_the_folds_map),
 };
 
 /* real snapshots */

@@ -880,6 +880,41 @@ static void test_map_reserve_then_inserts_cannot_fail(void **state)
     gm_map_release(&m);
 }
 
+/* A map takes entries until half its slots hold one, and grows at the next insert only; an
+ * emptied map (gm_map_clear()) keeps its slots and takes as many again; a released one
+ * starts over (the count at which it grows is kept beside the slots). */
+static void test_map_grows_past_half_full(void **state)
+{
+    struct gm_map m = GM_MAP_INIT;
+    (void)state;
+    for (int round = 0; round < 3; round++) {
+        size_t slots;
+        uint64_t k = 1;
+        assert_true(gm_map_put(&m, k++ << 9, 1)); /* the first slots */
+        slots = m.mask + 1;
+        while (gm_map_count(&m) < slots / 2)
+            assert_true(gm_map_put(&m, k++ << 9, 1));
+        assert_int_equal(m.mask + 1, slots);
+        assert_true(gm_map_put(&m, k << 9, 1));
+        assert_int_equal(m.mask + 1, 2 * slots);
+        /* taking entries back does not shrink it, and adding them again does not grow it */
+        for (uint64_t j = 1; j <= k; j++)
+            assert_true(gm_map_take(&m, j << 9, NULL));
+        while (gm_map_count(&m) < slots)
+            assert_true(gm_map_put(&m, k++ << 9, 1));
+        assert_int_equal(m.mask + 1, 2 * slots);
+        if (round == 0) {
+            gm_map_clear(&m);
+            assert_int_equal(gm_map_count(&m), 0);
+            while (gm_map_count(&m) < slots)
+                assert_true(gm_map_put(&m, k++ << 9, 1));
+            assert_int_equal(m.mask + 1, 2 * slots);
+        }
+        gm_map_release(&m);
+        assert_null(m.slots);
+    }
+}
+
 static void test_map_growth_is_charged_to_its_budget(void **state)
 {
     struct gm_budget b = gm_budget_make(4096, 0);
@@ -1022,6 +1057,7 @@ int main(void)
         cmocka_unit_test(test_map_by_key_matches_a_reference),
         cmocka_unit_test(test_map_key_zero_is_an_ordinary_key),
         cmocka_unit_test(test_map_reserve_then_inserts_cannot_fail),
+        cmocka_unit_test(test_map_grows_past_half_full),
         cmocka_unit_test(test_map_growth_is_charged_to_its_budget),
         cmocka_unit_test(test_map_index_tells_entries_of_one_hash_apart),
         cmocka_unit_test(test_vec_push_keeps_every_element),

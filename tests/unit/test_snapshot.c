@@ -924,6 +924,125 @@ static void test_folded_timeline(void **state)
     }
 }
 
+/* A trace for the fold's answers to another consumer (snap_fold_answers()): an allocation
+ * displaced with a free_requested before and after, frees and a free_requested without an
+ * alloc, a free_requested after its allocation's free, and blocks explained by a pending
+ * alloc (0x1000), by none (0x1400), by one freed in the trace (0x1800), or not allocated
+ * (0x1c00).  The answer expected for each event (FA_NONE: none; FA_SKIP: none asked). */
+#define FA_NONE SNAP_NO_ALLOC
+#define FA_SKIP (SNAP_NO_ALLOC - 1)
+static const uint32_t pairs_want[] = {
+    FA_SKIP, 0, FA_SKIP, 1, 1, FA_NONE, FA_NONE, FA_SKIP, FA_SKIP, 3, FA_NONE,
+};
+
+static void build_pairs(struct em *e)
+{
+    begin_segment(e, 4096);
+    e_block(e, 1024, 100, "active_allocated"); /* 0x1000: the alloc at event 7 */
+    e_block(e, 1024, 64, "active_allocated");  /* 0x1400: alive from the start */
+    e_block(e, 1024, 32, "active_allocated");  /* 0x1800: freed at 9, so from the start */
+    e_block(e, 1024, 0, "inactive");
+    begin_trace(e);
+    e_event(e, "alloc", 0x20, 100, 100);           /* 0: the 0th alloc */
+    e_event(e, "free_requested", 0x20, 100, 101);  /* 1: of 0 */
+    e_event(e, "alloc", 0x20, 200, 102);           /* 2: the 1st, displaces 0 */
+    e_event(e, "free_requested", 0x20, 200, 103);  /* 3: of 1 */
+    e_event(e, "free_completed", 0x20, 200, 104);  /* 4: of 1 */
+    e_event(e, "free_requested", 0x30, 50, 105);   /* 5: no alloc */
+    e_event(e, "free_completed", 0x30, 50, 106);   /* 6: no alloc */
+    e_event(e, "alloc", 0x1000, 100, 107);         /* 7: the 2nd, pending at the end */
+    e_event(e, "alloc", 0x1800, 32, 108);          /* 8: the 3rd */
+    e_event(e, "free_completed", 0x1800, 32, 109); /* 9: of 3 */
+    e_event(e, "free_requested", 0x1800, 32, 110); /* 10: after its free: none */
+    e_end_list(e);
+    e_end_list(e);
+    e_end_dict(e);
+    e_op(e, '.');
+}
+
+/* A consumer that asks the fold for its answers and keeps them. */
+struct pairs_seen {
+    struct snap_fold *fold;
+    uint32_t got[16];
+    size_t n;
+    bool other_batch_answered; /* snap_fold_answers() for a batch the fold did not take last */
+};
+
+static void *pairs_open(void *ctx, uint32_t index, struct gm_budget *shared,
+                        struct gm_snapshot_packed *pk)
+{
+    struct pairs_seen *p = ctx;
+    (void)index;
+    (void)shared;
+    p->fold = pk->fold;
+    snap_fold_answer(pk->fold);
+    return p;
+}
+
+static void pairs_events(void *state, const struct gm_snapshot_event *ev, size_t n)
+{
+    struct pairs_seen *p = state;
+    const uint32_t *found = snap_fold_answers(p->fold, p->n, n);
+    assert_non_null(found);
+    p->other_batch_answered |= snap_fold_answers(p->fold, p->n + 1, n) != NULL ||
+                               snap_fold_answers(p->fold, p->n, n + 1) != NULL;
+    for (size_t i = 0; i < n && p->n < 16; i++, p->n++)
+        p->got[p->n] =
+            ev[i].action == GM_ACTION_FREE_REQUESTED || ev[i].action == GM_ACTION_FREE_COMPLETED
+                ? found[i]
+                : FA_SKIP;
+}
+
+static void pairs_nothing(void *state)
+{
+    (void)state;
+}
+
+static const struct snap_consumer_ops pairs_ops = {pairs_open, pairs_events, pairs_nothing,
+                                                   pairs_nothing};
+
+/* The fold answers another consumer of the trace with the allocation (its ordinal among the
+ * allocs) each free_requested and free_completed meets at its address, for the batch it
+ * took last only, and after the load says which blocks no pending allocation explains; a
+ * fold not asked keeps none of that.  With each reader. */
+static void test_fold_answers(void **state)
+{
+    static const enum gm_snapshot_reader readers[] = {GM_SNAPSHOT_READER_AUTO,
+                                                      GM_SNAPSHOT_READER_GENERAL};
+    struct em e;
+    (void)state;
+    build_pairs(&e);
+    for (size_t r = 0; r < 2; r++) {
+        struct pairs_seen seen;
+        struct gm_snapshot_consumer c = {&pairs_ops, &seen};
+        struct gm_snapshot_opts o = {0};
+        struct gm_snapshot *s;
+        struct gm_error err;
+        const uint64_t *bits;
+        memset(&seen, 0, sizeof(seen));
+        o.reader = readers[r];
+        o.consumer = &c;
+        assert_int_equal(gm_snapshot_load_mem(e.b, e.n, &o, &s, &err), GM_OK);
+        assert_int_equal(seen.n, sizeof(pairs_want) / sizeof(pairs_want[0]));
+        for (size_t i = 0; i < seen.n; i++)
+            if (seen.got[i] != pairs_want[i])
+                fail_msg("event %zu: answer %u, expected %u", i, seen.got[i], pairs_want[i]);
+        assert_false(seen.other_batch_answered);
+        assert_true(snap_fold_ready(&s->devices[0]));
+        assert_non_null(bits = snap_fold_from_start(&s->devices[0]));
+        assert_true(bits[0] == 0x6); /* the blocks at 0x1400 and 0x1800 */
+        check_passes(s);
+        gm_snapshot_free(s);
+        /* without a consumer that asks: no bits kept */
+        o.consumer = NULL;
+        assert_int_equal(gm_snapshot_load_mem(e.b, e.n, &o, &s, &err), GM_OK);
+        assert_true(snap_fold_ready(&s->devices[0]));
+        assert_null(snap_fold_from_start(&s->devices[0]));
+        gm_snapshot_free(s);
+    }
+    assert_null(snap_fold_answers(NULL, 0, 1));
+}
+
 /* A trace of 'n' entries: 10 in a first batch (MARK ... APPENDS), the rest in a second one
  * (the first batch of a list is never the flat reader's); with 'odd_at' < n, entry odd_at
  * has a float field, which the flat reader leaves to the ordinary path (it drops the
@@ -1406,23 +1525,15 @@ static void test_spool_bound(void **state)
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_model),
-    cmocka_unit_test(test_stats),
-    cmocka_unit_test(test_timeline),
-    cmocka_unit_test(test_empty_entries),
-    cmocka_unit_test(test_alloc_failures),
-    cmocka_unit_test(test_file_shrinks),
-    cmocka_unit_test(test_fifo),
-    cmocka_unit_test(test_inputs),
-    cmocka_unit_test(test_passes),
-    cmocka_unit_test(test_folded_timeline),
-    cmocka_unit_test(test_long_batch),
-    cmocka_unit_test(test_timeline_only),
-    cmocka_unit_test(test_user_frames),
-    cmocka_unit_test(test_stack_view),
-    cmocka_unit_test(test_spool_bound),
-    cmocka_unit_test(test_packed_numbers),
-    cmocka_unit_test(test_packed_extremes),
+    cmocka_unit_test(test_model),          cmocka_unit_test(test_stats),
+    cmocka_unit_test(test_timeline),       cmocka_unit_test(test_empty_entries),
+    cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_file_shrinks),
+    cmocka_unit_test(test_fifo),           cmocka_unit_test(test_inputs),
+    cmocka_unit_test(test_passes),         cmocka_unit_test(test_folded_timeline),
+    cmocka_unit_test(test_fold_answers),   cmocka_unit_test(test_long_batch),
+    cmocka_unit_test(test_timeline_only),  cmocka_unit_test(test_user_frames),
+    cmocka_unit_test(test_stack_view),     cmocka_unit_test(test_spool_bound),
+    cmocka_unit_test(test_packed_numbers), cmocka_unit_test(test_packed_extremes),
 };
 
 /* real snapshots */
