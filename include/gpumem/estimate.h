@@ -887,7 +887,7 @@ struct gm_est_replay {
      * blocks and maps pages per stream, so until it frees its cache (retries 0) reserved is at
      * least the sum of these: what the replay reserves above that sum is the allocator's own */
     uint64_t stream_live_peak[GM_EST_STREAM__COUNT];
-    bool oom; /* a request failed even after the retry */
+    bool oom;         /* a request failed even after the retry */
     bool expandable;  /* replayed with expandable_segments:True (pages mapped per stream) */
     bool wrap;        /* FSDP1's wrap was replayed before the first step (HF Trainer) */
     bool wrap_synced; /* ... with sync_module_states' broadcast buckets */
