@@ -37,6 +37,7 @@ static void segments_json(const struct gm_est_segments *l, const struct gm_estim
         gm_json_kv_u64(w, "request_bytes", seg->request);
         gm_json_kv_u64(w, "live_bytes", seg->live);
         gm_json_kv_u64(w, "reserved_bytes", seg->reserved);
+        gm_json_kv_bool(w, "measured", seg->measured);
         gm_json_end_object(w);
     }
     gm_json_end_array(w);
@@ -62,12 +63,13 @@ static void segments_text(const struct gm_est_segments *l, const struct gm_estim
             snprintf(where, sizeof where, "%s %u", gm_est_replay_at_name(seg->at), seg->layer);
         else
             snprintf(where, sizeof where, "%s", gm_est_replay_at_name(seg->at));
-        printf("%4u %4u  %-14s %-14s %12s %12s %12s %12s\n", seg->pass, seg->step, where,
+        printf("%4u %4u  %-14s %-14s %12s %12s %12s %12s%s\n", seg->pass, seg->step, where,
                gm_est_stream_name(seg->stream),
                gm_format_bytes(b, sizeof b, seg->bytes, GM_UNITS_IEC),
                gm_format_bytes(q, sizeof q, seg->request, GM_UNITS_IEC),
                gm_format_bytes(lv, sizeof lv, seg->live, GM_UNITS_IEC),
-               gm_format_bytes(rs, sizeof rs, seg->reserved, GM_UNITS_IEC));
+               gm_format_bytes(rs, sizeof rs, seg->reserved, GM_UNITS_IEC),
+               seg->measured ? "  measured: the FOAK loss cache block" : "");
     }
     printf("%zu segments, %s, in %llu replayed steps; replay peak reserved %s\n", l->n,
            gm_format_bytes(b, sizeof b, total, GM_UNITS_IEC), (unsigned long long)e->replay.steps,

@@ -143,12 +143,16 @@ enum gm_loss {
 };
 
 /* Which fused linear-cross-entropy kernel runs --loss fused-linear (each has its own chunk
- * rule). */
+ * rule), and which cross-entropy kernel runs --loss fused (Liger or unsloth: the same
+ * allocations read in code; unsloth adds the cache block measured on FOAK runs). */
 enum gm_loss_impl {
-    GM_LOSS_IMPL_LIGER = 0, /* Liger LigerFusedLinearCrossEntropy: row chunks of logits */
+    GM_LOSS_IMPL_LIGER = 0, /* Liger LigerFusedLinearCrossEntropy: row chunks of logits;
+                               --loss fused: LigerCrossEntropyLoss, or any kernel that writes
+                               the gradient into the logits (the default: no measured block) */
     GM_LOSS_IMPL_CCE,       /* Apple Cut Cross-Entropy: logits only in on-chip blocks */
     GM_LOSS_IMPL_UNSLOTH,   /* unsloth_zoo unsloth_fused_ce_loss: token chunks of at most 4 GiB
-                               of fp32 logits, a multiple of 4 of them */
+                               of fp32 logits, a multiple of 4 of them; --loss fused: unsloth's
+                               Fast_CrossEntropyLoss as fms-acceleration's FOAK vendors it */
     GM_LOSS_IMPL__COUNT
 };
 
@@ -309,7 +313,8 @@ struct gm_job_memory {
     enum gm_loss loss;
     uint64_t loss_chunks;        /* GM_LOSS_CHUNKED, _BACKWARD: chunks (torchtune's and
                                     torchtitan's default 8) */
-    enum gm_loss_impl loss_impl; /* GM_LOSS_FUSED_LINEAR: the kernel (default Liger) */
+    enum gm_loss_impl loss_impl; /* GM_LOSS_FUSED_LINEAR, GM_LOSS_FUSED: the kernel (default
+                                    Liger; GM_LOSS_FUSED takes Liger or unsloth) */
     uint64_t checkpoint_every;   /* GM_CKPT_FULL on every N-th layer only (torchtitan layer
                                     SAC); 1 = every layer */
     bool optimizer_in_backward;  /* step and free each gradient as it is ready (torchtune) */
@@ -321,10 +326,10 @@ struct gm_job_memory {
                                     the linears cast their operands to fp8 per matmul */
     enum gm_dtype adapter_dtype; /* LoRA adapters: UNKNOWN = fp32 (PEFT autocast_adapter_dtype)
                                     unless --precision bf16 */
-    bool loss_cache_block;       /* GM_LOSS_FUSED over materialised logits: the step replay
-                                    keeps one fp32 logits-sized block more in the cache, as
-                                    measured on fms-acceleration's FOAK runs, not read in code
-                                    (default true; docs/estimate.md) */
+    bool loss_cache_block;       /* GM_LOSS_FUSED with GM_LOSS_IMPL_UNSLOTH over materialised
+                                    logits: the step replay keeps one fp32 logits-sized block
+                                    more in the cache, as measured on fms-acceleration's FOAK
+                                    runs, not read in code (default true; docs/estimate.md) */
 };
 
 /* Where the job runs. */
@@ -904,13 +909,7 @@ struct gm_est_replay {
      * blocks and maps pages per stream, so until it frees its cache (retries 0) reserved is at
      * least the sum of these: what the replay reserves above that sum is the allocator's own */
     uint64_t stream_live_peak[GM_EST_STREAM__COUNT];
-    bool oom; /* a request failed even after the retry */
-    /* --loss fused (gm_job_memory.loss_cache_block): the fp32 logits-sized block the replay
-     * keeps in the cache beside the loss's own, measured on fms-acceleration's FOAK runs, not
-     * read in code (bytes; 0 = none), and whether it was left out for want of room on the
-     * capacity (the allocator would have freed it and retried) */
-    uint64_t loss_cache_block;
-    bool loss_cache_no_room;
+    bool oom;         /* a request failed even after the retry */
     bool expandable;  /* replayed with expandable_segments:True (pages mapped per stream) */
     bool wrap;        /* FSDP1's wrap was replayed before the first step (HF Trainer) */
     bool wrap_synced; /* ... with sync_module_states' broadcast buckets */
@@ -930,6 +929,13 @@ struct gm_est_replay {
         enum gm_est_stream stream;
         enum gm_est_kind kind; /* its component's kind; GM_KIND__COUNT: a temporary of the step */
     } failed;
+    /* --loss fused --loss-impl unsloth (gm_job_memory.loss_cache_block): the fp32 logits-sized
+     * block the replay keeps in the cache beside the loss's own, measured on fms-acceleration's
+     * FOAK runs, not read in code: bytes reserved grew by when it was asked for (0 = none,
+     * also where a cached block of its size took it), and whether it was left out for want of
+     * room on the capacity (the allocator would have freed it and retried) */
+    uint64_t loss_cache_block;
+    bool loss_cache_no_room;
 };
 
 struct gm_est_store; /* private: what backs an estimate's lists */
@@ -996,6 +1002,8 @@ struct gm_est_replay_segment {
     enum gm_est_replay_at at; /* where in the step */
     unsigned layer;           /* 1..L in a layer's forward or backward, else 0 */
     enum gm_est_stream stream;
+    bool measured; /* the --loss fused cache block's segment (gm_est_replay.loss_cache_block):
+                      a measured allowance, not a tensor of the code read */
 };
 
 typedef void (*gm_est_segment_fn)(void *ctx, const struct gm_est_replay_segment *seg);

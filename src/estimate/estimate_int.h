@@ -327,6 +327,16 @@ uint64_t est_nccl_bytes(struct est_ctx *cx);
 /* Whether peak reserved comes from the replay: training with PyTorch's caching allocator,
  * the arch method, a model with layers, no pipeline stages, --fragmentation not given. */
 bool est_step_replay_applies(const struct est_ctx *cx);
+/* The half of est_step_replay_applies() the job alone decides (no model): what gm_job_check()
+ * asks of the replay's own options. */
+bool est_step_replay_job_applies(const struct gm_job *j);
+/* Whether the step replay keeps the FOAK cache block (step_alloc.c loss_cache_block()): --loss
+ * fused with unsloth's kernel (--loss-impl unsloth, as FOAK vendors it), not turned off, on
+ * the segments it was measured with (not expandable_segments). */
+bool est_loss_cache_block_applies(const struct gm_job *j);
+/* The validation table the block's size was read off (its "# fit:" rows): named by the
+ * assumption line and the estimate JSON. */
+#define EST_LOSS_CACHE_BLOCK_FIT_ON "fms_a100_80gb_liger"
 /* Replay three training steps of the components of cx->e (figures computed) through the
  * caching-allocator model on a device of 'capacity' bytes (0: no limit) and fill 'out'.
  * GM_ERR_NOMEM; the allocator model's own errors. */

@@ -50,7 +50,7 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
     if (j->mode == GM_EST_TRAIN) {
         gm_json_kv_str(w, "loss", choice_name("loss", (int)mem->loss));
         gm_json_kv_u64(w, "loss_chunks", mem->loss_chunks);
-        if (mem->loss == GM_LOSS_FUSED)
+        if (mem->loss == GM_LOSS_FUSED && mem->loss_impl == GM_LOSS_IMPL_UNSLOTH)
             gm_json_kv_bool(w, "loss_cache_block", mem->loss_cache_block);
         gm_json_kv_u64(w, "checkpoint_every", mem->checkpoint_every);
         gm_json_kv_bool(w, "optimizer_in_backward", mem->optimizer_in_backward);
@@ -315,7 +315,7 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
             gm_json_kv_u64(w, "bytes", r->loss_cache_block);
             gm_json_kv_bool(w, "no_room", r->loss_cache_no_room);
             gm_json_kv_str(w, "basis", "measured");
-            gm_json_kv_str(w, "fit_on", "fms_a100_80gb_liger");
+            gm_json_kv_str(w, "fit_on", EST_LOSS_CACHE_BLOCK_FIT_ON);
             gm_json_end_object(w);
         }
         if (r->at_capacity) {

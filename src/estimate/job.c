@@ -777,8 +777,9 @@ static const struct gm_job_setting settings[] = {
             TRAIN, GM_ENGINE_NONE, memory.loss_chunks, 1, 65536, 0),
     [EST_SET_NO_LOSS_CACHE_BLOCK] =
         FLAG_OFF("no-loss-cache-block",
-                 "--loss fused: leave out the fp32 logits-sized block the step replay keeps in "
-                 "the cache (measured on fms-acceleration's FOAK runs, not read in code)",
+                 "--loss fused --loss-impl unsloth: leave out the fp32 logits-sized block the "
+                 "step replay keeps in the cache (measured on fms-acceleration's FOAK runs, not "
+                 "read in code)",
                  TRAIN, memory.loss_cache_block),
     [EST_SET_CHECKPOINT_EVERY] =
         NUM("checkpoint-every", GM_JOB_U64, "N",
@@ -932,7 +933,9 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_LOSS_IMPL] = CHOICE("loss-impl", loss_impl_choices, NULL,
                                  "--loss fused-linear: liger (row chunks of logits), cce (Cut "
                                  "Cross-Entropy, no logits in memory) or unsloth (chunks of at "
-                                 "most 4 GiB of fp32 logits); default liger",
+                                 "most 4 GiB of fp32 logits); --loss fused: liger (any kernel "
+                                 "writing the gradient into the logits) or unsloth (FOAK's, with "
+                                 "the cache block measured on its runs); default liger",
                                  TRAIN, memory.loss_impl),
     [EST_SET_FSDP_SHARD_ENDS] =
         FLAG("fsdp-shard-ends",
@@ -1792,9 +1795,16 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
         mem->loss != GM_LOSS_CHUNKED_BACKWARD)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--loss-chunks needs --loss chunked or chunked-backward");
-    if (est_given(j, EST_SET_NO_LOSS_CACHE_BLOCK) && mem->loss != GM_LOSS_FUSED)
+    /* the block lives in the step replay: where none runs there is nothing to turn off */
+    if (est_given(j, EST_SET_NO_LOSS_CACHE_BLOCK) &&
+        (mem->loss != GM_LOSS_FUSED || mem->loss_impl != GM_LOSS_IMPL_UNSLOTH))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
-                       "--no-loss-cache-block needs --loss fused");
+                       "--no-loss-cache-block needs --loss fused --loss-impl unsloth");
+    if (est_given(j, EST_SET_NO_LOSS_CACHE_BLOCK) && !est_step_replay_job_applies(j))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--no-loss-cache-block needs the step replay, which --fragmentation, "
+                       "--pp above 1, --method blog and allocators other than PyTorch's leave "
+                       "out: there is no cache block to leave out");
     if (mem->loss == GM_LOSS_COMPILED && j->stack.transformers)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--loss compiled is a training loop's own compiled F.cross_entropy, not "
@@ -1812,8 +1822,11 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "--stack torchtune needs PyTorch 2.0 or later (--torch-version)");
     }
-    if (est_given(j, EST_SET_LOSS_IMPL) && mem->loss != GM_LOSS_FUSED_LINEAR)
-        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "--loss-impl needs --loss fused-linear");
+    if (est_given(j, EST_SET_LOSS_IMPL) && mem->loss != GM_LOSS_FUSED_LINEAR &&
+        !(mem->loss == GM_LOSS_FUSED && mem->loss_impl != GM_LOSS_IMPL_CCE))
+        return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                       "--loss-impl needs --loss fused-linear, or --loss fused with liger or "
+                       "unsloth (Cut Cross-Entropy is a fused linear cross-entropy)");
     if (est_given(j, EST_SET_CHECKPOINT_EVERY) && mem->checkpointing != GM_CKPT_FULL)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--checkpoint-every needs --grad-checkpointing full");

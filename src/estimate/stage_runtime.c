@@ -467,12 +467,12 @@ static void replay_note(struct gm_estimate *e, bool floor_binds)
     }
     if (r->loss_cache_block) /* measured, not read in code: said so (docs/estimate.md) */
         est_assume(e,
-                   "step replay, --loss fused: one fp32 copy of the logits (%.2f GiB) more kept "
-                   "cached: measured on FOAK runs (fms_a100_80gb_liger.csv), not read in code; "
-                   "--no-loss-cache-block: none",
+                   "step replay, FOAK's loss: one fp32 copy of the logits (%.2f GiB) more kept "
+                   "cached: measured on FOAK runs (" EST_LOSS_CACHE_BLOCK_FIT_ON
+                   ".csv), not read in code; --no-loss-cache-block: none",
                    (double)r->loss_cache_block / (double)GM_GIB);
     else if (r->loss_cache_no_room)
-        est_assume(e, "step replay, --loss fused: no room on the GPU for the fp32 logits-sized "
+        est_assume(e, "step replay, FOAK's loss: no room on the GPU for the fp32 logits-sized "
                       "cache block measured on FOAK runs (a cudaMalloc would fail and the cache be "
                       "freed): none kept");
     if (r->at_capacity)
@@ -546,6 +546,12 @@ enum gm_status est_stage_runtime(struct est_ctx *cx, struct gm_error *err)
         e->replay.floor = floor_binds;
         replay_note(e, floor_binds);
     }
+    /* FOAK's loss where the replay keeps no block for it: said, not silent */
+    if (j->mode == GM_EST_TRAIN && j->memory.loss == GM_LOSS_FUSED &&
+        j->memory.loss_impl == GM_LOSS_IMPL_UNSLOTH && j->memory.loss_cache_block &&
+        (!replay || j->runtime.alloc.expandable_segments))
+        est_assume(e, "FOAK's loss: the cache block measured on FOAK runs is not counted %s",
+                   replay ? "under expandable_segments (the runs had none)" : "(no step replay)");
     e->device_bytes = gm_add_sat(e->peak_reserved_bytes, outside);
     if (l->n_groups == 0) {
         struct gm_device_group *g = &l->groups[l->n_groups++];

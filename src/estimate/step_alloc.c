@@ -711,16 +711,27 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
                 (j->memory.loss == GM_LOSS_FULL || j->memory.loss == GM_LOSS_FUSED);
     r->upcast16 = r->upcast && ea != 4.0;
     r->upcast_kernel = r->upcast && j->memory.loss == GM_LOSS_FUSED;
-    r->loss_block =
-        j->memory.loss == GM_LOSS_FUSED && j->memory.loss_cache_block && v > 0 ? r->logits_32 : 0;
+    r->loss_block = v > 0 && est_loss_cache_block_applies(j) ? r->logits_32 : 0;
+}
+
+bool est_loss_cache_block_applies(const struct gm_job *j)
+{
+    /* measured on fms-acceleration's FOAK runs only (unsloth's Fast_CrossEntropyLoss), which
+     * ran without expandable_segments: no other kernel, no other segments */
+    return j->memory.loss == GM_LOSS_FUSED && j->memory.loss_impl == GM_LOSS_IMPL_UNSLOTH &&
+           j->memory.loss_cache_block && !j->runtime.alloc.expandable_segments;
+}
+
+bool est_step_replay_job_applies(const struct gm_job *j)
+{
+    return j->mode == GM_EST_TRAIN && est_allocator(j) == EST_ALLOC_TORCH &&
+           j->method != GM_METHOD_BLOG && j->parallel.pp <= 1 &&
+           !est_given(j, EST_SET_FRAGMENTATION);
 }
 
 bool est_step_replay_applies(const struct est_ctx *cx)
 {
-    const struct gm_job *j = cx->job;
-    return j->mode == GM_EST_TRAIN && est_allocator(j) == EST_ALLOC_TORCH &&
-           j->method != GM_METHOD_BLOG && cx->m && cx->m->hidden && cx->m->n_layers &&
-           j->parallel.pp <= 1 && !est_given(j, EST_SET_FRAGMENTATION);
+    return est_step_replay_job_applies(cx->job) && cx->m && cx->m->hidden && cx->m->n_layers;
 }
 
 /* ---- the step ---- */
@@ -1087,7 +1098,7 @@ static void loss_cache_block(struct replay *r)
 {
     struct gm_alloc_stats s;
     struct gm_alloc_block *b = NULL;
-    uint64_t ptr, alloc_peak;
+    uint64_t ptr, alloc_peak, reserved;
     enum gm_status st;
     if (r->st || r->oom || !r->loss_block)
         return;
@@ -1097,11 +1108,20 @@ static void loss_cache_block(struct replay *r)
     }
     gm_alloc_get_stats(r->a, &s);
     alloc_peak = s.allocated_bytes[GM_ALLOC_STAT_ALL].peak;
+    reserved = s.reserved_bytes[GM_ALLOC_STAT_ALL].current;
     r->where.request = r->loss_block;
     r->where.live = r->cur;
+    r->where.measured = true;
     st = gm_alloc_malloc_block(r->a, r->loss_block, GM_EST_STREAM_COMPUTE, &ptr, &b, NULL);
-    if (st == GM_ERR_LIMIT) { /* a free block too small after all: as no room */
-        r->loss_block_no_room = true;
+    r->where.measured = false;
+    if (st == GM_ERR_LIMIT) {
+        /* not reached: the room was checked above, for the segment the allocator makes
+         * (est_loss_cache_block_applies() leaves expandable segments out, whose mapping
+         * differs); the allocator has freed its cache and counted an out-of-memory by now,
+         * which is no run's, so the replay stops rather than go on from there */
+        r->st = gm_fail(r->err, GM_ERR_INTERNAL, GM_NO_OFFSET,
+                        "step replay: the FOAK loss cache block failed on the capacity after "
+                        "its room was checked");
         return;
     }
     if (st || (st = gm_alloc_dealloc_block(r->a, b, r->err)) != GM_OK) {
@@ -1114,7 +1134,11 @@ static void loss_cache_block(struct replay *r)
     if (s.reserved_bytes[GM_ALLOC_STAT_ALL].peak > r->kept_reserved_peak)
         r->kept_reserved_peak = s.reserved_bytes[GM_ALLOC_STAT_ALL].peak;
     gm_alloc_reset_peak(r->a);
-    r->loss_block_made = r->loss_block;
+    /* what the block added to the cache: a segment made for it (a cached free block of its
+     * size would have taken it and added nothing) */
+    r->loss_block_made = s.reserved_bytes[GM_ALLOC_STAT_ALL].current > reserved
+                             ? s.reserved_bytes[GM_ALLOC_STAT_ALL].current - reserved
+                             : 0;
 }
 
 static struct plan *find_life(struct plan *pl, size_t n, enum life life)

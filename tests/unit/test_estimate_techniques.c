@@ -545,6 +545,13 @@ static void test_torch_version_before_2_defaults(void **state)
         " --torch-version 1.13 --compile",
         " --torch-version 1.13 --gpus 2 --fsdp --fsdp-version 2",
         " --stack torchtune --torch-version 1.13",
+        /* the FOAK cache block: only FOAK's kernel has one, only the step replay keeps it */
+        " --loss fused --no-loss-cache-block",
+        " --loss fused --loss-impl liger --no-loss-cache-block",
+        " --loss fused --loss-impl cce",
+        " --loss fused --loss-impl unsloth --no-loss-cache-block --fragmentation 0.1",
+        " --loss fused --loss-impl unsloth --no-loss-cache-block --pp 2 --gpus 2",
+        " --loss fused --loss-impl unsloth --no-loss-cache-block --method blog",
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

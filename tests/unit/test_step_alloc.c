@@ -739,9 +739,9 @@ static void test_fsdp1_wrap_segments(void **state)
  * reserved, one call per cudaMalloc.  What the trace shows of the loss: Mistral-7B QLoRA at
  * 4 x 4096 tokens (vocabulary 32000) takes four logits-sized segments at its loss (the
  * 16-bit logits, 1000 MiB; the fp32 upcast, the shifted copy and the log-softmax, 2000 MiB
- * each) and no more later; with FOAK's cross-entropy kernel (--loss fused) three, the
- * log-softmax's missing (the code read: --no-loss-cache-block, test_loss_cache_block has the
- * block).  A job that does not fit reruns without the limit (pass 1), and
+ * each) and no more later; with a cross-entropy kernel (--loss fused, its default kernel:
+ * the code read, no measured block; test_loss_cache_block has FOAK's) three, the
+ * log-softmax's missing.  A job that does not fit reruns without the limit (pass 1), and
  * the figures are that pass's; a job without a replay calls nothing. */
 static void test_segment_trace(void **state)
 {
@@ -758,8 +758,7 @@ static void test_segment_trace(void **state)
     assert_int_equal(plain.bytes[0], est->replay.reserved_peak);
     assert_int_equal(plain.n[1], 0);
     assert_int_equal(plain.loss_big, 4);
-    snprintf(settings, sizeof settings,
-             "%s --loss fused --fused-kernels rms_norm,rope --no-loss-cache-block", job);
+    snprintf(settings, sizeof settings, "%s --loss fused --fused-kernels rms_norm,rope", job);
     run_traced("mistral-7b", settings, &est, sum_segment, &fused);
     assert_int_equal(fused.n[0], est->replay.segments);
     assert_int_equal(fused.bytes[0], est->replay.reserved_peak);
@@ -787,8 +786,8 @@ static void test_segment_trace(void **state)
  * MiB).  With the unsloth kernel (FOAK) in place of nn.CrossEntropyLoss nothing more: its
  * gradient goes into the shifted copy, SliceBackward's zeros into the fp32 logits' block
  * once the Trainer has dropped the outputs, the 16-bit gradient into the first; with
- * nn.CrossEntropyLoss the fp32 log-softmax a fourth (2000 MiB).  (The code read:
- * --no-loss-cache-block; test_loss_cache_block has the measured block.) */
+ * nn.CrossEntropyLoss the fp32 log-softmax a fourth (2000 MiB).  (The code read: --loss
+ * fused's default kernel; test_loss_cache_block has FOAK's measured block.) */
 static void test_model_upcast_loss_segments(void **state)
 {
     static const char *const job =
@@ -797,8 +796,7 @@ static void test_model_upcast_loss_segments(void **state)
     char settings[512];
     struct seg_sum fused = {0}, full = {0};
     (void)state;
-    snprintf(settings, sizeof settings,
-             "%s --loss fused --fused-kernels rms_norm,rope --no-loss-cache-block", job);
+    snprintf(settings, sizeof settings, "%s --loss fused --fused-kernels rms_norm,rope", job);
     run_traced("mistral-7b", settings, &est, sum_segment, &fused);
     assert_true(est->replay.used && !est->replay.oom);
     assert_int_equal(est->replay.requested_peak, est->peak_allocated_bytes);
@@ -811,7 +809,8 @@ static void test_model_upcast_loss_segments(void **state)
 }
 
 /* The FOAK cache block (loss_cache_block() in step_alloc.c; measured on fms-acceleration's
- * FOAK runs, not read in code): with --loss fused the first step's loss asks for one fp32
+ * FOAK runs, not read in code): with --loss fused --loss-impl unsloth (FOAK's kernel) the
+ * first step's loss asks for one fp32
  * copy of the logits more while its own logits blocks are taken and frees it at once, so
  * the loss takes a fourth logits-sized segment (Mistral-7B at 4 x 4096 tokens, transformers
  * 4.45.2: 1000 + 3 x 2000 MiB, against 1000 + 2 x 2000 MiB of the code read) that stays
@@ -820,17 +819,24 @@ static void test_model_upcast_loss_segments(void **state)
  * On a GPU with no room for its segment at the loss the block is left out and the replay is
  * the one without it, with no retry; on one with room at the loss but not for the step's
  * later segments, the allocator frees the cached block with the rest of its cache and
- * retries, and the job fits. */
+ * retries, and the job fits.  The segment trace marks the block's segment, the one segment
+ * 'measured', of the block's bytes (what reserved grew by) and made at step 1's loss. */
 struct loss_block_seg {
-    uint64_t bytes;          /* the block's, from the estimate */
-    uint64_t reserved_after; /* reserved once its segment was made (pass 0, step 1's loss) */
+    size_t n;                /* segments marked measured */
+    uint64_t bytes;          /* the last one's */
+    uint64_t reserved_after; /* reserved once its segment was made */
+    bool at_first_loss;      /* pass 0, step 1's loss */
 };
 
 static void find_loss_block(void *ctx, const struct gm_est_replay_segment *seg)
 {
     struct loss_block_seg *t = ctx;
-    if (!seg->pass && !seg->step && seg->at == GM_EST_AT_LOSS && seg->request == t->bytes)
-        t->reserved_after = seg->reserved;
+    if (!seg->measured)
+        return;
+    t->n++;
+    t->bytes = seg->bytes;
+    t->reserved_after = seg->reserved;
+    t->at_first_loss = !seg->pass && !seg->step && seg->at == GM_EST_AT_LOSS;
 }
 
 static void test_loss_cache_block(void **state)
@@ -838,14 +844,16 @@ static void test_loss_cache_block(void **state)
     static const char *const job =
         "--train --batch 4 --seq 4096 --grad-checkpointing full --precision bf16-mixed --lora "
         "--lora-rank 16 --lora-targets q,k,v,o --transformers-version 4.45.2 --loss fused "
-        "--fused-kernels rms_norm,rope";
+        "--loss-impl unsloth --fused-kernels rms_norm,rope";
     char settings[512];
     struct seg_sum with = {0}, without = {0};
-    struct loss_block_seg blk = {2000 * GM_MIB, 0};
+    struct loss_block_seg blk = {0}, none = {0};
     uint64_t reserved, reserved_off, allocated_off, outside;
     bool said = false;
     (void)state;
     snprintf(settings, sizeof settings, "%s --no-loss-cache-block", job);
+    run_traced("mistral-7b", settings, &est, find_loss_block, &none);
+    assert_int_equal(none.n, 0);
     run_traced("mistral-7b", settings, &est, sum_segment, &without);
     assert_true(est->replay.used && !est->replay.oom);
     assert_int_equal(est->replay.loss_cache_block, 0);
@@ -865,7 +873,7 @@ static void test_loss_cache_block(void **state)
     assert_true(est->replay.reserved_peak <= reserved_off + 2000 * GM_MIB);
     assert_int_equal(with.bytes[0], est->replay.reserved_peak);
     for (size_t i = 0; i < est->n_assumptions; i++)
-        said = said || (strstr(est->assumptions[i], "--loss fused: one fp32 copy of the logits") &&
+        said = said || (strstr(est->assumptions[i], "FOAK's loss: one fp32 copy of the logits") &&
                         strstr(est->assumptions[i], "measured on FOAK runs"));
     assert_true(said);
     reserved = est->replay.reserved_peak;
@@ -883,6 +891,9 @@ static void test_loss_cache_block(void **state)
     /* room at the loss, not for what the step takes after it: the cache (the block with it)
      * is freed and the request retried */
     run_traced("mistral-7b", job, &est, find_loss_block, &blk);
+    assert_int_equal(blk.n, 1);
+    assert_true(blk.at_first_loss);
+    assert_int_equal(blk.bytes, est->replay.loss_cache_block);
     assert_true(blk.reserved_after > 0 && blk.reserved_after < reserved);
     snprintf(
         settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
@@ -894,6 +905,58 @@ static void test_loss_cache_block(void **state)
     assert_true(est->replay.retries > 0);
     assert_true(est->replay.reserved_peak <= est->replay.capacity_bytes);
     assert_true(est->fit.fits);
+}
+
+/* The block is FOAK's alone (measured on its runs with unsloth's kernel, without expandable
+ * segments): a custom loop's --loss fused (no transformers version) and Liger's kernel in
+ * HF's loss keep none, and reserve what FOAK's job with the block turned off reserves; FOAK's
+ * job with it keeps one.  Under expandable_segments it is not counted, and the estimate says
+ * so; where no replay runs (--pp 2) the estimate says it is not counted. */
+static void test_loss_cache_block_foak_only(void **state)
+{
+    static const char *const loop =
+        "--train --batch 4 --seq 4096 --precision bf16 --lora --grad-checkpointing full "
+        "--loss fused --gpu A100-80GB";
+    char settings[512];
+    uint64_t off;
+    bool said = false;
+    (void)state;
+    snprintf(settings, sizeof settings, "%s --loss-impl unsloth --no-loss-cache-block", loop);
+    run("llama-3-8b", settings, &est);
+    assert_true(est->replay.used);
+    off = est->replay.reserved_peak;
+    run("llama-3-8b", loop, &est);
+    assert_true(est->replay.used);
+    assert_int_equal(est->replay.loss_cache_block, 0);
+    assert_false(est->replay.loss_cache_no_room);
+    assert_int_equal(est->replay.reserved_peak, off);
+    snprintf(settings, sizeof settings, "%s --loss-impl unsloth", loop);
+    run("llama-3-8b", settings, &est);
+    assert_true(est->replay.loss_cache_block > 0);
+    assert_true(est->replay.reserved_peak > off);
+
+    snprintf(settings, sizeof settings, "%s --transformers-version 4.46 --loss-impl liger", loop);
+    run("llama-3-8b", settings, &est);
+    assert_int_equal(est->replay.loss_cache_block, 0);
+
+    snprintf(settings, sizeof settings,
+             "%s --loss-impl unsloth --alloc-conf expandable_segments:True", loop);
+    run("llama-3-8b", settings, &est);
+    assert_true(est->replay.used && est->replay.expandable);
+    assert_int_equal(est->replay.loss_cache_block, 0);
+    for (size_t i = 0; i < est->n_assumptions; i++)
+        said = said || strstr(est->assumptions[i], "not counted under expandable_segments");
+    assert_true(said);
+
+    said = false;
+    run("llama-3-8b",
+        "--train --batch 4 --seq 4096 --precision bf16 --grad-checkpointing full --loss fused "
+        "--loss-impl unsloth --pp 2 --gpus 2",
+        &est);
+    assert_false(est->replay.used);
+    for (size_t i = 0; i < est->n_assumptions; i++)
+        said = said || strstr(est->assumptions[i], "not counted (no step replay)");
+    assert_true(said);
 }
 
 /* gm_estimate_run_segments() collects what the trace hands over: as many segments as the
@@ -967,6 +1030,7 @@ int main(void)
         cmocka_unit_test(test_segment_list),
         cmocka_unit_test(test_model_upcast_loss_segments),
         cmocka_unit_test(test_loss_cache_block),
+        cmocka_unit_test(test_loss_cache_block_foak_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -113,6 +113,15 @@ def load(path):
     return list(csv.DictReader(lines))
 
 
+def print_judged(source, counter, errs, judged):
+    """The summary line of the judged rows alone (errs less the fit rows), where both kinds are
+    in errs: what a constant fitted on some rows is judged by."""
+    n_fit = len(errs) - len(judged)
+    if n_fit and judged:
+        print("%-26s %-17s %5d  %s  (judged: %d fit row%s left out)" %
+              (source, counter, len(judged), summary(judged), n_fit, "" if n_fit == 1 else "s"))
+
+
 def fit_rows(path):
     """The ids a table's "# fit: ID ... -- what was set from them" comment lines name: the rows a
     constant of gpumem was set from, which judge nothing."""
@@ -394,6 +403,7 @@ def main(argv):
     engine_errs = []
     judged_all = []
     judged_engine = []
+    judged_by_counter = {}
     by_diff = {}
     print("%-26s %-17s %5s  %-32s" % ("source", "counter", "rows", "median |error|"))
     for name in files:
@@ -445,6 +455,7 @@ def main(argv):
             fit = row["id"] in fits[name]
             if not fit:
                 judged.setdefault(row["counter"], []).append(e)
+                judged_by_counter.setdefault(row["counter"], []).append(e)
                 (judged_engine if row["counter"] in ENGINE_COUNTERS else judged_all).append(e)
             if ENGINE_COUNTERS.get(row["counter"]):
                 diffs.setdefault(row["counter"], []).append(pred - measured)
@@ -470,11 +481,7 @@ def main(argv):
         for counter in sorted(errs):
             print("%-26s %-17s %5d  %s" % (source, counter, len(errs[counter]),
                                             summary(errs[counter], diffs.get(counter))))
-            n_fit = len(errs[counter]) - len(judged.get(counter, []))
-            if n_fit and judged.get(counter):
-                print("%-26s %-17s %5d  %s  (judged: %d fit row%s left out)" %
-                      (source, counter, len(judged[counter]), summary(judged[counter]), n_fit,
-                       "" if n_fit == 1 else "s"))
+            print_judged(source, counter, errs[counter], judged.get(counter, []))
         n_verdict = sum(verdicts.values())
         if n_verdict:
             print("%-26s %-17s %5d  out-of-memory runs: %d does not fit, %d borderline, %d fits" %
@@ -495,10 +502,14 @@ def main(argv):
     for counter in sorted(by_counter):
         print("%-26s %-17s %5d  %s" % ("all sources", counter, len(by_counter[counter]),
                                         summary(by_counter[counter], by_diff.get(counter))))
+        print_judged("all sources", counter, by_counter[counter],
+                     judged_by_counter.get(counter, []))
     print("%-26s %-17s %5d  %s" % ("all sources", "all peaks", len(all_errs), summary(all_errs)))
+    print_judged("all sources", "all peaks", all_errs, judged_all)
     if engine_errs:
         print("%-26s %-17s %5d  %s" % ("all sources", "all engine", len(engine_errs),
                                         summary(engine_errs)))
+        print_judged("all sources", "all engine", engine_errs, judged_engine)
     # the declared skips of the sources in DATA_DIR (another folder holds other tables)
     present = {name[:-4] for name in files}
     for key in sorted(set(skips) | {k for k in EXPECTED_SKIPS if k[0] in present}):
