@@ -1306,13 +1306,6 @@ static void test_vllm_cuda_context_by_gpu(void **state)
     est = NULL;
 }
 
-/* vLLM's non-torch figure by where the version takes its baseline: before 0.2.5 none (the
- * budget pays PyTorch's peak alone), 0.2.5 to 0.3.1 and 0.6.4 all the device holds beside
- * PyTorch (the context too), 0.3.2 to 0.6.3 (init_device's free memory as the baseline),
- * 0.6.5 to 0.7 (the V0 engine) and 0.10 the growth since a snapshot before the communicators
- * (NCCL and the custom all-reduce's two cudaMalloc'd IPC buffers of 8 MiB + metadata and
- * 8 MiB in it), 0.11 only the kernels (the snapshot follows the communicators); the budget
- * pays that figure in each version. */
 static void test_vllm_load_cache_gap(void **state)
 {
     /* vLLM 0.6.5 and 0.6.6 subtract the allocated, not the reserved, bytes from the device's
@@ -1374,6 +1367,13 @@ static void test_vllm_load_cache_gap(void **state)
     est = NULL;
 }
 
+/* vLLM's non-torch figure by where the version takes its baseline: before 0.2.5 none (the
+ * budget pays PyTorch's peak alone), 0.2.5 to 0.3.1 and 0.6.4 all the device holds beside
+ * PyTorch (the context too), 0.3.2 to 0.6.3 (init_device's free memory as the baseline),
+ * 0.6.5 to 0.7 (the V0 engine) and 0.10 the growth since a snapshot before the communicators
+ * (NCCL and the custom all-reduce's two cudaMalloc'd IPC buffers of 8 MiB + metadata and
+ * 8 MiB in it), 0.11 only the kernels (the snapshot follows the communicators); the budget
+ * pays that figure in each version. */
 static void test_vllm_non_torch_by_version(void **state)
 {
     /* the versions that charge NCCL and the all-reduce buffers, and whether the context too:
