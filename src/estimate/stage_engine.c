@@ -303,6 +303,14 @@ static uint64_t profile_activations(const struct gm_model *m, uint64_t tokens, u
     return gm_mul_sat(gm_mul_sat(tokens, per_tok), 2);
 }
 
+/* Whether vLLM's Marlin kernels can run on the job's GPU: compute capability 8.0 and up
+ * (awq_marlin, gptq_marlin: "get_min_capability ... return 80", vllm/model_executor/layers/
+ * quantization/awq_marlin.py @ 0322f29; an unknown GPU is taken as one that can). */
+static bool vllm_marlin_gpu(const struct est_ctx *cx)
+{
+    return !cx->job->gpu.sm || cx->job->gpu.sm >= 80;
+}
+
 /* vLLM's plain AWQ kernel (AWQLinearMethod.apply, vllm/model_executor/layers/quantization/
  * awq.py @ b82662d): from 256 tokens ("FP16_MATMUL_HEURISTIC_CONDITION = x.shape[:-1].numel()
  * >= 256") it dequantises the layer's whole weight to fp16 (ops.awq_dequantize) for a
@@ -315,8 +323,25 @@ static bool vllm_awq_plain(const struct est_ctx *cx)
     enum gm_quant_kernel k = cx->job->numerics.quant_kernel;
     if (!cx->quant || cx->quant->method != GM_QUANT_AWQ || cx->m->n_experts)
         return false;
-    return k == GM_QKERNEL_GEMM ||
-           (k == GM_QKERNEL_AUTO && cx->job->gpu.sm && cx->job->gpu.sm < 80);
+    return k == GM_QKERNEL_GEMM || (k == GM_QKERNEL_AUTO && !vllm_marlin_gpu(cx));
+}
+
+/* Whether vLLM runs a GPTQ checkpoint through Marlin (gptq_marlin) rather than its plain GPTQ
+ * kernel: --quant-kernel marlin, or auto on a GPU Marlin runs on (vllm_marlin_gpu), and weights
+ * Marlin takes (GPTQMarlinConfig.is_gptq_marlin_compatible and marlin_utils.
+ * check_marlin_supported: (bits, sym) in TYPE_MAP = 4 or 8 bits symmetric, group_size in
+ * MARLIN_SUPPORTED_GROUP_SIZES = -1, 32, 64, 128; act-order is supported, not a reason to
+ * fall back).  gm_quant does not record GPTQ's `sym` (the qzeros tensor is stored either way),
+ * so the weights are taken as symmetric, as the usual GPTQ exports are. */
+static bool vllm_gptq_marlin(const struct est_ctx *cx)
+{
+    enum gm_quant_kernel k = cx->job->numerics.quant_kernel;
+    const struct gm_quant *q = cx->quant;
+    uint64_t g = q ? q->group_size : 0;
+    if (!q || q->method != GM_QUANT_GPTQ || (q->bits != 4 && q->bits != 8) ||
+        (g != 0 && g != 32 && g != 64 && g != 128))
+        return false;
+    return k == GM_QKERNEL_MARLIN || (k == GM_QKERNEL_AUTO && vllm_marlin_gpu(cx));
 }
 
 /* What --quant-kernel means to vLLM, which runs a GPTQ or AWQ checkpoint through Marlin
@@ -348,7 +373,7 @@ static enum gm_status vllm_quant_kernel_check(const struct est_ctx *cx, struct g
                        "--quant-kernel %s: a kernel of HF generate(), not of vLLM; with --engine "
                        "vllm give auto, marlin%s",
                        gm_quant_kernel_name(k), awq ? " or gemm (vLLM's plain AWQ kernel)" : "");
-    if (k == GM_QKERNEL_MARLIN && cx->job->gpu.sm && cx->job->gpu.sm < 80)
+    if (k == GM_QKERNEL_MARLIN && !vllm_marlin_gpu(cx))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--quant-kernel marlin: vLLM's Marlin kernels need compute capability 8.0, "
                        "the GPU has %u.%u",
@@ -838,10 +863,10 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
  * Then empty_cache(); the result is reserved - allocated.  Not replayed: what the profile run
  * does to it, either way (its lasting blocks, e.g. cuBLAS's workspace, add to it in segments
  * they leave partly used and take from it where they fill the load's holes: allocated bytes
- * that raise no used memory); the rotary cache is taken max_position_embeddings long, which vLLM's scaled
- * rope classes may size otherwise.  Safetensors reads on the CPU: only the copies into slices
- * take GPU temporaries.  Dense text decoders only (no experts, linear attention, MLA or vision
- * tower), 16-bit or GPTQ weights; 0 otherwise. */
+ * that raise no used memory); the rotary cache is taken max_position_embeddings long, which vLLM's
+ * scaled rope classes may size otherwise.  Safetensors reads on the CPU: only the copies into
+ * slices take GPU temporaries.  Dense text decoders only (no experts, linear attention, MLA or
+ * vision tower), 16-bit or GPTQ weights; 0 otherwise. */
 struct load_sim {
     struct gm_alloc *a;
     struct gm_error *err;
@@ -1162,10 +1187,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     /* 0.6.5 and 0.6.6 count the load's unreleasable cache too (est_vllm_load_cache_gap) */
     if (era == VLLM_V0_PROFILED && j->stack.vllm < GM_VERSION(0, 7, 0) && !v->non_torch_bytes &&
         pp == 1) {
-        enum gm_quant_kernel k = j->numerics.quant_kernel;
-        bool gptq = cx->quant && cx->quant->method == GM_QUANT_GPTQ,
-             marlin = gptq && (k == GM_QKERNEL_MARLIN ||
-                               (k == GM_QKERNEL_AUTO && (!j->gpu.sm || j->gpu.sm >= 80)));
+        bool gptq = cx->quant && cx->quant->method == GM_QUANT_GPTQ, marlin = vllm_gptq_marlin(cx);
         uint64_t gap = 0;
         if ((!cx->quant || gptq) &&
             (st = est_vllm_load_cache_gap(m, cx->quant, marlin, t, &gap, err)) != GM_OK)

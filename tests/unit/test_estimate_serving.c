@@ -1357,6 +1357,22 @@ static void test_vllm_load_cache_gap(void **state)
     assert_true(assumed(est, "partly used segments"));
     gm_estimate_free(est);
     est = NULL;
+    /* Marlin takes 4 or 8 bits in groups of -1, 32, 64 or 128 (check_marlin_supported):
+     * group-256 weights go through the plain GPTQ kernel even where the GPU runs Marlin, so
+     * their replay has no repack (vllm_gptq_marlin) */
+    q.desc_act = false;
+    q.group_size = 256;
+    assert_int_equal(est_vllm_load_cache_gap(m, &q, false, 1, &plain, &err), GM_OK);
+    assert_int_equal(est_vllm_load_cache_gap(m, &q, true, 1, &bf16, &err), GM_OK);
+    assert_true(plain && plain != bf16);
+    job_make("microsoft/phi-4",
+             "--infer --engine vllm --quant gptq --group-size 256 --vllm-version 0.6.5 "
+             "--gpu-memory 79.25 --gpu-memory-utilization 0.15 --max-model-len 2048",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels + plain);
+    gm_estimate_free(est);
+    est = NULL;
     job_make("microsoft/phi-4",
              "--infer --engine vllm --quant gptq --vllm-version 0.7.0 --gpu-memory 79.25 "
              "--gpu-memory-utilization 0.15 --max-model-len 2048",
