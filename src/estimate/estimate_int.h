@@ -468,12 +468,14 @@ uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
  * with peer access within the node ('p2p', est_node_peers), else 0. */
 uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p);
 /* What vLLM 0.6.5 and 0.6.6 count as non-torch beside the kernels: the free bytes of the
- * caching allocator's partly used segments after a dense decoder's load on one of 't' GPUs
- * (16-bit, or GPTQ 'q'; 'marlin': repacked by gptq_marlin) and empty_cache(), from a replay
- * through the allocator model; 0 for other models (stage_engine.c). */
+ * caching allocator's partly used segments after a dense decoder's load on one of 't' GPUs of
+ * one of 'pp' stages (16-bit, or GPTQ 'q'; 'marlin': repacked by gptq_marlin) and
+ * empty_cache(), from a replay through the allocator model (stage_engine.c).  A model or setup
+ * the replay does not cover gives 0 and, where 'why' is not NULL, *why names what it is (a
+ * static string; NULL when the load was replayed). */
 enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm_quant *q,
-                                       bool marlin, uint64_t t, uint64_t *gap,
-                                       struct gm_error *err);
+                                       bool marlin, uint64_t t, uint64_t pp, uint64_t *gap,
+                                       const char **why, struct gm_error *err);
 /* The batch sizes vLLM captures CUDA graphs for at 'tokens' batched tokens and 'seqs'
  * sequences, by --vllm-version; the largest in *largest. */
 uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_t seqs,

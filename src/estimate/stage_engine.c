@@ -942,8 +942,41 @@ static void ls_marlin(struct load_sim *s, struct ls_linear *l, const struct gm_q
     l->sc = n;
 }
 
+/* Why the load is not replayed: NULL where it is.  The replay builds one dense text decoder
+ * on one GPU of one stage; anything else would need its own construction order. */
+static const char *ls_unreplayed(const struct gm_model *m, const struct gm_quant *q, bool marlin,
+                                 uint64_t t, uint64_t pp)
+{
+    if (!m || !t || !m->n_heads || !m->hidden || !m->intermediate || !m->n_layers)
+        return "a model without its shape";
+    if (m->n_experts)
+        return "mixture-of-experts models";
+    if (m->n_linear_layers)
+        return "linear-attention layers";
+    if (m->kv_lora_rank)
+        return "MLA attention";
+    if (m->vision.kind != GM_VISION_NONE)
+        return "vision towers";
+    if (!m->gated_mlp)
+        return "an MLP without a gate";
+    if (m->n_layers > 1024) /* more layers than any released model has */
+        return "more than 1024 layers";
+    if (m->n_heads % t)
+        return "heads that tp does not divide";
+    if (pp > 1)
+        return "pipeline stages (pp > 1)";
+    if (q && q->method != GM_QUANT_GPTQ)
+        return "quantised weights other than GPTQ";
+    if (q && (!q->bits || 32 % q->bits))
+        return "GPTQ of 3, 5, 6 or 7 bits"; /* not packed whole into int32 */
+    if (q && marlin && q->desc_act)
+        return "act-order Marlin"; /* its layers keep a sorted g_idx and its permutation */
+    return NULL;
+}
+
 enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm_quant *q,
-                                       bool marlin, uint64_t t, uint64_t *gap, struct gm_error *err)
+                                       bool marlin, uint64_t t, uint64_t pp, uint64_t *gap,
+                                       const char **why, struct gm_error *err)
 {
     struct gm_alloc_conf conf;
     struct gm_alloc_fakedev fake;
@@ -952,16 +985,12 @@ enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm
     struct load_sim s = {NULL, err, GM_OK};
     struct ls_linear lin[4];
     uint64_t hd, vocab, rot;
+    const char *skip = ls_unreplayed(m, q, marlin, t, pp);
     *gap = 0;
-    /* a dense text decoder of a released size (a replay of more layers than any released
-     * model has is not attempted) */
-    if (!m || m->n_experts || m->n_linear_layers || m->kv_lora_rank || !m->gated_mlp || !t ||
-        m->vision.kind != GM_VISION_NONE || !m->n_heads || !m->hidden || !m->intermediate ||
-        !m->n_layers || m->n_layers > 1024 || m->n_heads % t ||
-        (q && (q->method != GM_QUANT_GPTQ || !q->bits || 32 % q->bits)))
+    if (why)
+        *why = skip;
+    if (skip)
         return GM_OK;
-    if (q && marlin && q->desc_act)
-        return GM_OK; /* act-order Marlin layers keep a sorted g_idx and its permutation */
     gm_alloc_conf_init(&conf);
     gm_alloc_fakedev_init(&fake, 0);
     if ((s.st = gm_alloc_new(&conf, &dev, &s.a, err)) != GM_OK)
@@ -1185,13 +1214,18 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                   ca);
     logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca);
     /* 0.6.5 and 0.6.6 count the load's unreleasable cache too (est_vllm_load_cache_gap) */
-    if (era == VLLM_V0_PROFILED && j->stack.vllm < GM_VERSION(0, 7, 0) && !v->non_torch_bytes &&
-        pp == 1) {
-        bool gptq = cx->quant && cx->quant->method == GM_QUANT_GPTQ, marlin = vllm_gptq_marlin(cx);
+    if (era == VLLM_V0_PROFILED && j->stack.vllm < GM_VERSION(0, 7, 0) && !v->non_torch_bytes) {
+        bool marlin = vllm_gptq_marlin(cx);
         uint64_t gap = 0;
-        if ((!cx->quant || gptq) &&
-            (st = est_vllm_load_cache_gap(m, cx->quant, marlin, t, &gap, err)) != GM_OK)
+        const char *why = NULL;
+        if ((st = est_vllm_load_cache_gap(m, cx->quant, marlin, t, pp, &gap, &why, err)) != GM_OK)
             return st;
+        if (why)
+            est_assume(e,
+                       "vLLM %s counts the cached, unallocated bytes the load leaves in "
+                       "PyTorch's allocator as non-torch; the load is not replayed for %s, so "
+                       "they are not charged",
+                       j->stack.vllm < GM_VERSION(0, 6, 6) ? "0.6.5" : "0.6.6", why);
         if (gap) {
             logged = gm_add_sat(logged, gap);
             est_assume(e,

@@ -1323,6 +1323,7 @@ static void test_vllm_load_cache_gap(void **state)
     struct gm_error err;
     struct gm_job j;
     uint64_t marlin, plain, bf16, kernels = 164 * GM_MIB;
+    const char *why = NULL;
     (void)state;
     assert_non_null(m);
     memset(&q, 0, sizeof q);
@@ -1331,21 +1332,36 @@ static void test_vllm_load_cache_gap(void **state)
     q.group_size = 128;
     q.zeros = true;
     q.g_idx = true;
-    assert_int_equal(est_vllm_load_cache_gap(m, &q, true, 1, &marlin, &err), GM_OK);
-    assert_int_equal(est_vllm_load_cache_gap(m, &q, false, 1, &plain, &err), GM_OK);
-    assert_int_equal(est_vllm_load_cache_gap(m, NULL, false, 1, &bf16, &err), GM_OK);
+    assert_int_equal(est_vllm_load_cache_gap(m, &q, true, 1, 1, &marlin, NULL, &err), GM_OK);
+    assert_int_equal(est_vllm_load_cache_gap(m, &q, false, 1, 1, &plain, NULL, &err), GM_OK);
+    assert_int_equal(est_vllm_load_cache_gap(m, NULL, false, 1, 1, &bf16, NULL, &err), GM_OK);
     assert_true(marlin > 40 * 1310720);
     assert_true(marlin > 170 * GM_MIB);
     assert_true(marlin > plain);
     assert_true(marlin > bf16);
-    /* act-order Marlin and mixture-of-experts models are not replayed */
+    /* act-order Marlin, mixture-of-experts models and pipeline stages are not replayed, and
+     * the replay says why (the reason an assumption line names) */
     q.desc_act = true;
-    assert_int_equal(est_vllm_load_cache_gap(m, &q, true, 1, &plain, &err), GM_OK);
+    assert_int_equal(est_vllm_load_cache_gap(m, &q, true, 1, 1, &plain, &why, &err), GM_OK);
     assert_int_equal(plain, 0);
+    assert_string_equal(why, "act-order Marlin");
     assert_int_equal(est_vllm_load_cache_gap(gm_model_catalog_find("qwen3-30b-a3b"), NULL, false, 1,
-                                             &plain, &err),
+                                             1, &plain, &why, &err),
                      GM_OK);
     assert_int_equal(plain, 0);
+    assert_string_equal(why, "mixture-of-experts models");
+    assert_int_equal(est_vllm_load_cache_gap(m, NULL, false, 1, 2, &plain, &why, &err), GM_OK);
+    assert_int_equal(plain, 0);
+    assert_string_equal(why, "pipeline stages (pp > 1)");
+    assert_int_equal(est_vllm_load_cache_gap(m, NULL, false, 1, 1, &plain, &why, &err), GM_OK);
+    assert_true(plain > 0);
+    assert_null(why);
+    /* an estimate of a model the replay skips says the cache is not charged, and why */
+    job_make("qwen3-30b-a3b", "--infer --engine vllm --vllm-version 0.6.5 --gpu H100", &j);
+    run(&j, &est);
+    assert_true(assumed(est, "not replayed for mixture-of-experts models"));
+    gm_estimate_free(est);
+    est = NULL;
     /* the estimate of that start: 0.6.5 logs the kernels and the replayed cache, 0.7.0 (the
      * reserved-based figure) the kernels alone */
     job_make("microsoft/phi-4",
@@ -1362,8 +1378,8 @@ static void test_vllm_load_cache_gap(void **state)
      * their replay has no repack (vllm_gptq_marlin) */
     q.desc_act = false;
     q.group_size = 256;
-    assert_int_equal(est_vllm_load_cache_gap(m, &q, false, 1, &plain, &err), GM_OK);
-    assert_int_equal(est_vllm_load_cache_gap(m, &q, true, 1, &bf16, &err), GM_OK);
+    assert_int_equal(est_vllm_load_cache_gap(m, &q, false, 1, 1, &plain, NULL, &err), GM_OK);
+    assert_int_equal(est_vllm_load_cache_gap(m, &q, true, 1, 1, &bf16, NULL, &err), GM_OK);
     assert_true(plain && plain != bf16);
     job_make("microsoft/phi-4",
              "--infer --engine vllm --quant gptq --group-size 256 --vllm-version 0.6.5 "
@@ -1505,8 +1521,8 @@ static void test_vllm_non_torch_by_version(void **state)
         gap = 0;
         if (!strcmp(charged[i].version, "0.6.5")) {
             struct gm_error err;
-            assert_int_equal(est_vllm_load_cache_gap(j.model.model, NULL, false, 2, &gap, &err),
-                             GM_OK);
+            assert_int_equal(
+                est_vllm_load_cache_gap(j.model.model, NULL, false, 2, 1, &gap, NULL, &err), GM_OK);
             assert_true(gap > 0);
         }
         assert_int_equal(est->serving.non_torch_logged_bytes,

@@ -1373,7 +1373,7 @@ static void test_vllm_versions(void **state)
         if (!strcmp(cases[i].version, "0.6.5")) {
             struct gm_error err;
             assert_int_equal(est_vllm_load_cache_gap(gm_model_catalog_find("llama-3-8b"), NULL,
-                                                     false, 2, &gap, &err),
+                                                     false, 2, 1, &gap, NULL, &err),
                              GM_OK);
             assert_true(gap > 0);
         }
