@@ -476,6 +476,11 @@ uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p);
 enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm_quant *q,
                                        bool marlin, uint64_t t, uint64_t pp, uint64_t *gap,
                                        const char **why, struct gm_error *err);
+/* The same replay with the load's GPU temporaries ('temporaries': the copies of fused GPTQ
+ * shards into non-contiguous slices) left out when false, so a test can see what they add. */
+enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct gm_quant *q,
+                                          bool marlin, bool temporaries, uint64_t t, uint64_t pp,
+                                          uint64_t *gap, const char **why, struct gm_error *err);
 /* The batch sizes vLLM captures CUDA graphs for at 'tokens' batched tokens and 'seqs'
  * sequences, by --vllm-version; the largest in *largest. */
 uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_t seqs,

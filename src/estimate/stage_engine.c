@@ -974,9 +974,9 @@ static const char *ls_unreplayed(const struct gm_model *m, const struct gm_quant
     return NULL;
 }
 
-enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm_quant *q,
-                                       bool marlin, uint64_t t, uint64_t pp, uint64_t *gap,
-                                       const char **why, struct gm_error *err)
+enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct gm_quant *q,
+                                          bool marlin, bool temporaries, uint64_t t, uint64_t pp,
+                                          uint64_t *gap, const char **why, struct gm_error *err)
 {
     struct gm_alloc_conf conf;
     struct gm_alloc_fakedev fake;
@@ -1043,7 +1043,7 @@ enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm
          * bindings/python/src/lib.rs) and vLLM's safetensors_weights_iterator walks them.  The
          * result depends on it: qkv_proj before gate_up_proj gives Phi-4 190 MiB, not 176 (the
          * layer order and each tensor's shards loaded together change nothing) */
-        if (q) {
+        if (q && temporaries) {
             uint64_t kv = (m->n_kv_heads >= t ? m->n_kv_heads / t : 1) * hd,
                      qkv[3] = {m->n_heads / t * hd, kv, kv},
                      gu[2] = {m->intermediate / t, m->intermediate / t};
@@ -1065,6 +1065,13 @@ enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm
     }
     gm_alloc_free(s.a);
     return s.st;
+}
+
+enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm_quant *q,
+                                       bool marlin, uint64_t t, uint64_t pp, uint64_t *gap,
+                                       const char **why, struct gm_error *err)
+{
+    return est_vllm_load_cache_replay(m, q, marlin, true, t, pp, gap, why, err);
 }
 
 /* The profile peak of a V0 worker that does not sample.  From 0.2.7 (PR #2221, which gave the
