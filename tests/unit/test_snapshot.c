@@ -975,7 +975,7 @@ static void *pairs_open(void *ctx, uint32_t index, struct gm_budget *shared,
     (void)index;
     (void)shared;
     p->fold = pk->fold;
-    snap_fold_answer(pk->fold);
+    snap_fold_answer(pk->fold, true);
     return p;
 }
 
@@ -1018,7 +1018,7 @@ static void test_fold_answers(void **state)
         struct gm_snapshot_opts o = {0};
         struct gm_snapshot *s;
         struct gm_error err;
-        const uint64_t *bits;
+        uint64_t *bits, bytes;
         memset(&seen, 0, sizeof(seen));
         o.reader = readers[r];
         o.consumer = &c;
@@ -1029,15 +1029,20 @@ static void test_fold_answers(void **state)
                 fail_msg("event %zu: answer %u, expected %u", i, seen.got[i], pairs_want[i]);
         assert_false(seen.other_batch_answered);
         assert_true(snap_fold_ready(&s->devices[0]));
-        assert_non_null(bits = snap_fold_from_start(&s->devices[0]));
-        assert_true(bits[0] == 0x6); /* the blocks at 0x1400 and 0x1800 */
+        assert_non_null(bits = snap_fold_take_from_start(&s->devices[0], &bytes));
+        assert_true(bits[0] == 0x6);               /* the blocks at 0x1400 and 0x1800 */
+        assert_int_equal(bytes, sizeof(uint64_t)); /* 4 blocks: one word (n / 64 + 1 made two) */
+        gm_free(bits);
+        /* handed over once */
+        assert_null(snap_fold_take_from_start(&s->devices[0], &bytes));
+        assert_int_equal(bytes, 0);
         check_passes(s);
         gm_snapshot_free(s);
         /* without a consumer that asks: no bits kept */
         o.consumer = NULL;
         assert_int_equal(gm_snapshot_load_mem(e.b, e.n, &o, &s, &err), GM_OK);
         assert_true(snap_fold_ready(&s->devices[0]));
-        assert_null(snap_fold_from_start(&s->devices[0]));
+        assert_null(snap_fold_take_from_start(&s->devices[0], &bytes));
         gm_snapshot_free(s);
     }
     assert_null(snap_fold_answers(NULL, 0, 1));
