@@ -2783,9 +2783,9 @@ static struct gm_analysis *analyse_loaded(const char *buf, size_t len, uint64_t 
 static void test_first_pass_used_on_streams_and_step_ranges(void **state)
 {
     /* the default, and 4 MiB, leave the first pass room; under 1 MiB the load's consumers
-     * share an eighth (128 KiB), in which the fold's map (which answers for the pass) and
-     * the pass's records and times of the 1500 allocations do not fit: one of them gives up
-     * while loading, and the pass with it (no bits from a fold that did not answer all) */
+     * share an eighth (128 KiB), in which the fold's map and lists (which answer for the
+     * pass) do not fit beside the pass's records and times of the 1500 allocations: the
+     * fold gives up while loading (after the first batch), and the pass with it */
     static const struct {
         uint64_t limit;
         size_t taken;
