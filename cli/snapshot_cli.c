@@ -69,8 +69,13 @@ static enum gm_status load_path(const char *path, const struct gm_snapshot_opts 
 {
     struct stat st;
     enum gm_status rc;
-    if (!strcmp(path, "-"))
-        return gm_snapshot_load_fd(0, "standard input", opts, out, err);
+    if (!strcmp(path, "-")) {
+        /* standard input cannot be read a second time: keep the events, so that no work
+         * needs the file read again with them (a load that consumed them, above) */
+        struct gm_snapshot_opts keep = *opts;
+        keep.consume_events = false;
+        return gm_snapshot_load_fd(0, "standard input", &keep, out, err);
+    }
     rc = gm_snapshot_load(path, opts, out, err);
     if (rc == GM_ERR_FORMAT && gm_digest_is_file(path))
         return gm_fail(err, GM_ERR_FORMAT, GM_NO_OFFSET,
