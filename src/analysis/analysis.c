@@ -420,8 +420,10 @@ struct scan {
     /* the allocation at each address: while loading the trace's fold answers (its ordinal
      * among the allocs is its index in trace[]; snapshot_int.h), so that one map serves
      * both; a walk keeps its own, address -> index in trace[] */
-    const struct snap_fold *fold;
+    struct snap_fold *fold; /* (loading only: the fold goes before the scan) */
     struct gm_map map;
+    uint64_t *from_start; /* taken: the fold's blocks' bits (snap_fold_take_from_start()) */
+    uint64_t from_start_bytes;
     uint32_t *free_of; /* see struct work */
     size_t n_free_of, cap_free_of;
     int64_t *ooms;
@@ -666,6 +668,7 @@ static void scan_release(struct scan *s)
     gm_big_free(s->free_of, s->cap_free_of * sizeof(uint32_t));
     gm_big_free(s->ooms, s->cap_oom * sizeof(int64_t));
     gm_map_release(&s->map);
+    gm_free(s->from_start);
     ana_layout_events_release(&s->seg_events);
     memset(s, 0, sizeof(*s));
 }
@@ -687,7 +690,7 @@ static void *pass_open(void *ctx, uint32_t index, struct gm_budget *shared,
     s->loading = true;
     /* the fold (opened first) keeps the map for both */
     s->fold = pk->fold;
-    snap_fold_answer(pk->fold);
+    snap_fold_answer(pk->fold, true);
     /* the times while they can be kept (a diff ignores them) */
     s->tm.dt = gm_vec_grow(NULL, &s->tm.cap_dt, 1, sizeof(uint16_t), GM_VEC_BIG, &s->budget);
     pk->consumed = s;
@@ -718,16 +721,20 @@ static void pass_events(void *state, const struct gm_snapshot_event *ev, size_t 
     }
     for (size_t i = 0; i < n; i++)
         if (!scan_event(s, s->n + i, &ev[i], NULL, NULL, NULL, &found[i])) {
-            /* what the walk would say is found by the walk */
+            /* what the walk would say is found by the walk, and the fold answers nobody */
+            snap_fold_answer(s->fold, false);
             pass_give_up(s);
             return;
         }
     s->n += n;
 }
 
+/* (not from pass_release(): the fold is freed before the scan, events.c) */
 static void pass_abandon(void *state)
 {
-    pass_give_up(state);
+    struct scan *s = state;
+    snap_fold_answer(s->fold, false);
+    pass_give_up(s);
 }
 
 static void pass_release(void *state)
@@ -787,11 +794,15 @@ static struct scan *scan_taken(struct work *w, const struct raw_rule *rule)
     struct scan *s = snap_consumed_take(w->sd, &pass_ops);
     if (!s)
         return NULL;
-    snap_memory_moved(w->sd, s->budget.used);
     s->budget.shared = NULL;
+    s->fold = NULL; /* (freed with the snapshot's trace, maybe before the scan) */
+    /* the fold's bits, where it answered for every event: which blocks are alive from the
+     * start; their bytes the scan's from now on */
+    if ((s->from_start = snap_fold_take_from_start(w->sd, &s->from_start_bytes)) != NULL)
+        s->budget.used += s->from_start_bytes;
+    snap_memory_moved(w->sd, s->budget.used);
     scan_times_end(s);
-    /* (the fold answered for every event, and says which blocks are alive from the start) */
-    if (s->abandoned || s->n != w->sd->n_events || !snap_fold_from_start(w->sd) ||
+    if (s->abandoned || s->n != w->sd->n_events || !s->from_start ||
         (rule->steps.n && (!s->tm.dt || s->n_timed != s->n)))
         goto out_release;
     if (w->diff_only) {
@@ -951,7 +962,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     w->n_timed = s.n_timed;
     /* Blocks allocated at snapshot time with no alloc pending at the end: alive throughout
      * (the fold says which, where it kept the map) */
-    const uint64_t *from_start = loaded ? snap_fold_from_start(sd) : NULL;
+    const uint64_t *from_start = loaded ? s.from_start : NULL;
     size_t j = 0; /* the block's index among the device's */
     for (size_t si = 0; si < snap->n_segments; si++) {
         const struct gm_snapshot_segment *seg = &snap->segments[si];
@@ -979,6 +990,11 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
             a->stack = blk->stack;
         }
     }
+    /* the bits read: freed, and their bytes given back */
+    gm_free(s.from_start);
+    s.from_start = NULL;
+    gm_budget_give(&s.budget, s.from_start_bytes);
+    s.from_start_bytes = 0;
     if (s.n_early + s.n_trace >= (size_t)0x7fffffff) {
         s.stop = SCAN_TOO_MANY;
         goto stopped;

@@ -146,20 +146,24 @@ bool snap_fold_ready(const struct gm_snapshot_device *d);
  * ends the address's; a free_requested only reads it).  Allocations are named by their
  * ordinal, the nth alloc event of the trace counted from 0.  Ask for the answers in the
  * consumer's open(), where gm_snapshot_packed.fold is the fold of the same trace (the fold
- * is opened first and gets each batch first). */
+ * is opened first and gets each batch first).  With 'on' false (the consumer gave up) it
+ * stops answering and frees what it kept for that. */
 #define SNAP_NO_ALLOC UINT32_MAX
-void snap_fold_answer(struct snap_fold *f);
+void snap_fold_answer(struct snap_fold *f, bool on);
 /* For the batch of events first..first+n-1 the fold took last: per event, for a
  * free_requested or free_completed the ordinal of the allocation pending at its address
  * before it (SNAP_NO_ALLOC: none), for any other event nothing (not to be read); borrowed
  * until the fold's next batch.  NULL when the fold gave up, did not answer or took
  * another batch last: the consumer then does its work after the load. */
 const uint32_t *snap_fold_answers(const struct snap_fold *f, size_t first, size_t n);
-/* Where the fold answered and is ready (snap_fold_ready()): a bit per block of the device
- * (counting the blocks of its segments in order, bit j % 64 of word j / 64), set for a
- * block allocated at snapshot time that no allocation pending at the end of the trace
- * explains (alive from the start); else NULL. */
-const uint64_t *snap_fold_from_start(const struct gm_snapshot_device *d);
+/* Where the fold answered every event of the trace of 'd' (even if its timeline is then
+ * walked): a bit per block of the device (counting the blocks of its segments in order, bit
+ * j % 64 of word j / 64), set for a block allocated at snapshot time that no allocation
+ * pending at the end of the trace explains (alive from the start), handed over with their
+ * bytes in *bytes (the caller frees them, gm_free(), and counts those bytes from now on);
+ * else NULL and 0, as for a second call.  Only the one taker of the device's consumed state
+ * (snap_consumed_take()) may call this. */
+uint64_t *snap_fold_take_from_start(const struct gm_snapshot_device *d, uint64_t *bytes);
 
 /* ---- packed traces (events.c) ---- */
 

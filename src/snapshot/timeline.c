@@ -284,8 +284,10 @@ out_release:
  * allocations by the same rule: rather than a second map over the same addresses, it asks
  * the fold (snap_fold_answer()), which then notes per batch the allocation each
  * free_requested and free_completed met (by its ordinal among the allocs) and, at the end,
- * which blocks no pending allocation explains.  A fold that gives up stops answering, and
- * the first pass gives up with it (its work is then done from the stored trace). */
+ * which blocks no pending allocation explains.  A fold that gives up while loading stops
+ * answering, and the first pass gives up with it (its work is then done from the stored
+ * trace); a pass that gives up stops the fold answering.  One that gives up at its finish,
+ * for the timeline's reasons alone, keeps the blocks' bits: the first pass stands. */
 struct pend_at {
     struct pend p;
     int64_t k; /* the event that displaced or freed it */
@@ -311,6 +313,8 @@ struct snap_fold {
     size_t cap_live;
     /* answers for another reader of the trace (snap_fold_answer()) */
     bool answer;
+    bool answered_all;    /* it answered every event: from_start[] built (kept when the
+                             fold gives up at its finish for its own reasons) */
     uint32_t n_allocs;    /* alloc events so far: the next one's ordinal */
     uint32_t *found;      /* per event of the last batch (free_requested, free_completed) */
     size_t cap_found;     /* entries of found[] */
@@ -362,15 +366,28 @@ void snap_fold_free(struct snap_fold *f)
     gm_free(f);
 }
 
+/* The answer buffer freed and its bytes given back. */
+static void fold_drop_found(struct snap_fold *f)
+{
+    gm_free(f->found);
+    gm_budget_give(&f->m.budget, gm_budget_bytes(f->cap_found, sizeof(*f->found)));
+    f->found = NULL;
+    f->cap_found = 0;
+}
+
+/* The fold unusable (its timeline walked); the blocks' bits kept where it answered every
+ * event, which they then still say. */
 static void fold_give_up(struct snap_fold *f)
 {
     f->usable = false;
     gm_free(f->tl.live);
     f->tl.live = NULL;
     f->tl.n_live = f->cap_live = 0;
-    gm_free(f->from_start);
-    f->from_start = NULL;
-    f->n_from_start = 0;
+    if (!f->answered_all) {
+        gm_free(f->from_start);
+        f->from_start = NULL;
+        f->n_from_start = 0;
+    }
     fold_drop(f);
 }
 
@@ -510,10 +527,13 @@ give_up:
     fold_give_up(f);
 }
 
-void snap_fold_answer(struct snap_fold *f)
+void snap_fold_answer(struct snap_fold *f, bool on)
 {
-    if (f)
-        f->answer = true;
+    if (!f)
+        return;
+    f->answer = on;
+    if (!on)
+        fold_drop_found(f);
 }
 
 const uint32_t *snap_fold_answers(const struct snap_fold *f, size_t first, size_t n)
@@ -523,9 +543,19 @@ const uint32_t *snap_fold_answers(const struct snap_fold *f, size_t first, size_
     return f->found;
 }
 
-const uint64_t *snap_fold_from_start(const struct gm_snapshot_device *d)
+uint64_t *snap_fold_take_from_start(const struct gm_snapshot_device *d, uint64_t *bytes)
 {
-    return snap_fold_ready(d) ? d->packed->fold->from_start : NULL;
+    /* the one taker of the device's consumed state (snap_consumed_take()) alone calls this */
+    struct snap_fold *f = d->packed ? d->packed->fold : NULL;
+    uint64_t *bits;
+    *bytes = 0;
+    if (!f || !f->answered_all || !f->from_start)
+        return NULL;
+    bits = f->from_start;
+    *bytes = gm_budget_bytes(f->n_from_start, sizeof(*bits));
+    f->from_start = NULL;
+    f->n_from_start = 0;
+    return bits;
 }
 
 static void fold_abandon(void *state)
@@ -559,36 +589,54 @@ static bool fold_live(struct snap_fold *f, const struct gm_snapshot *snap, const
  * the end, *mag every size summed (UINT64_MAX past the top), and the blocks allocated at
  * snapshot time that no pending alloc explains count as alive from the start (into the
  * live list too when the fold keeps it).  False when that list cannot grow. */
+/* Whether block b, allocated at snapshot time, is alive from the start: no allocation
+ * pending at the end of the trace (the fold's final map) explains it. */
+static inline bool fold_from_start(const struct snap_fold *f, const struct gm_snapshot_block *b)
+{
+    return b->state == GM_BLOCK_ACTIVE_ALLOCATED && !am_has(&f->m, b->address);
+}
+
+/* Where the fold answered every event: the blocks' bits (snap_fold_take_from_start()) from
+ * its final map, made before anything else at the finish can make the fold give up, so that
+ * its reader keeps them whatever the timeline does.  False when out of memory. */
+static bool fold_block_bits(struct snap_fold *f, const struct gm_snapshot *snap,
+                            const struct gm_snapshot_device *d)
+{
+    size_t n = 0, j = 0; /* j: the block's index among the device's */
+    for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++)
+        n += snap->segments[si].n_blocks;
+    n = n ? (n + 63) / 64 : 1; /* at least one word: NULL says "not answered" */
+    if (!gm_budget_take(&f->m.budget, gm_budget_bytes(n, sizeof(uint64_t))))
+        return false;
+    if (!(f->from_start = gm_calloc(n, sizeof(uint64_t)))) {
+        gm_budget_give(&f->m.budget, gm_budget_bytes(n, sizeof(uint64_t)));
+        return false;
+    }
+    f->n_from_start = n;
+    for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
+        const struct gm_snapshot_segment *seg = &snap->segments[si];
+        for (size_t bi = 0; bi < seg->n_blocks; bi++, j++)
+            if (fold_from_start(f, &seg->blocks[bi]))
+                f->from_start[j / 64] |= (uint64_t)1 << (j % 64);
+    }
+    f->answered_all = true;
+    return true;
+}
+
 static bool fold_segments(struct snap_fold *f, const struct gm_snapshot *snap,
                           const struct gm_snapshot_device *d, uint64_t *mag, uint64_t *res_final)
 {
-    size_t j = 0; /* the block's index among the device's */
     *mag = f->mag_over ? UINT64_MAX : f->mag;
     *res_final = 0;
-    if (f->answer) {
-        size_t n = 0;
-        for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++)
-            n += snap->segments[si].n_blocks;
-        n = n / 64 + 1;
-        if (!gm_budget_take(&f->m.budget, gm_budget_bytes(n, sizeof(uint64_t))))
-            return false;
-        if (!(f->from_start = gm_calloc(n, sizeof(uint64_t)))) {
-            gm_budget_give(&f->m.budget, gm_budget_bytes(n, sizeof(uint64_t)));
-            return false;
-        }
-        f->n_from_start = n;
-    }
     for (size_t si = d->first_segment; si < d->first_segment + d->n_segments; si++) {
         const struct gm_snapshot_segment *seg = &snap->segments[si];
         *res_final += seg->total_size;
         *mag = snap_sat_add(*mag, seg->total_size);
-        for (size_t bi = 0; bi < seg->n_blocks; bi++, j++) {
+        for (size_t bi = 0; bi < seg->n_blocks; bi++) {
             const struct gm_snapshot_block *b = &seg->blocks[bi];
             struct pend p;
-            if (b->state != GM_BLOCK_ACTIVE_ALLOCATED || am_has(&f->m, b->address))
+            if (!fold_from_start(f, b))
                 continue;
-            if (f->from_start)
-                f->from_start[j / 64] |= (uint64_t)1 << (j % 64);
             *mag = snap_sat_add(*mag, b->requested_size);
             f->initial = snap_sat_add(f->initial, b->requested_size);
             if (!f->keep_live)
@@ -637,11 +685,16 @@ void snap_fold_finish(struct snap_fold *f, const struct gm_snapshot *snap,
                       const struct gm_snapshot_device *d)
 {
     struct gm_snapshot_timeline *out = &f->tl;
-    uint64_t mag, res_final;
+    uint64_t mag, res_final, bits;
     int64_t best = f->best_k;
     if (!f->usable || f->finished || f->n_events != d->n_events)
         goto give_up;
     f->finished = true;
+    /* no batch comes after the load: the answers' buffer goes first, so that it weighs on
+     * nothing below; the blocks' bits are made before any give-up of the timeline's own */
+    fold_drop_found(f);
+    if (f->answer && !fold_block_bits(f, snap, d))
+        goto give_up;
     /* pass 3's list: what was pending at the peak and still is, what left the map after it,
      * what was displaced, the frees without an alloc after it */
     for (size_t i = 0; i < f->m.n_recs; i++)
@@ -660,9 +713,11 @@ void snap_fold_finish(struct snap_fold *f, const struct gm_snapshot *snap,
     if (!fold_segments(f, snap, d, &mag, &res_final))
         goto give_up;
     /* the walks this replaces would have held as much beside the snapshot: past the
-     * snapshot's limit they fail, and so the timeline is left to them */
+     * snapshot's limit they fail, and so the timeline is left to them (the blocks' bits are
+     * their reader's, not the walks') */
+    bits = gm_budget_bytes(f->n_from_start, sizeof(*f->from_start));
     if (mag >= ONE_PASS_LIMIT ||
-        !gm_budget_fits(snap->memory_limit, snap->memory_bytes, 2 * f->m.budget.used))
+        !gm_budget_fits(snap->memory_limit, snap->memory_bytes, 2 * (f->m.budget.used - bits)))
         goto give_up;
     fold_figures(f, d, res_final, out);
     out->peak_time_valid = best >= 0 && f->best_time_valid;

@@ -2782,8 +2782,10 @@ static struct gm_analysis *analyse_loaded(const char *buf, size_t len, uint64_t 
  * pass keeps no times, so it is not taken (the step ranges need them). */
 static void test_first_pass_used_on_streams_and_step_ranges(void **state)
 {
-    /* the default, and 4 MiB, leave the first pass room; under 1 MiB its eighth (128 KiB)
-     * cannot hold the 1500 allocations' records, the map and the times */
+    /* the default, and 4 MiB, leave the first pass room; under 1 MiB the load's consumers
+     * share an eighth (128 KiB), in which the fold's map and lists (which answer for the
+     * pass) do not fit beside the pass's records and times of the 1500 allocations: the
+     * fold gives up while loading (after the first batch), and the pass with it */
     static const struct {
         uint64_t limit;
         size_t taken;
@@ -2839,10 +2841,10 @@ static void op_uint(FILE *f, uint64_t v)
         fputc((int)(v >> (8 * i)) & 0xff, f);
 }
 
-/* One device trace of 2 x 'n' events (allocations, then their frees) appended in one batch
- * (MARK ... APPENDS), as a writer other than CPython's may write it: the loader hands its
- * consumers no events of a batch longer than it buffers. */
-static void write_long_batch(char **buf, size_t *len, int n)
+/* One device trace of 2 x 'n' events (allocations of 'size' + i bytes, then their frees)
+ * appended in one batch (MARK ... APPENDS), as a writer other than CPython's may write it:
+ * the loader hands its consumers no events of a batch longer than it buffers. */
+static void write_long_batch(char **buf, size_t *len, int n, uint64_t size)
 {
     FILE *f = open_memstream(buf, len);
     assert_non_null(f);
@@ -2858,7 +2860,7 @@ static void write_long_batch(char **buf, size_t *len, int n)
         op_str(f, "addr");
         op_uint(f, 0x7f0000000000u + 4096u * (uint64_t)(i % n));
         op_str(f, "size");
-        op_uint(f, 512u + (uint64_t)(i % n));
+        op_uint(f, size + (uint64_t)(i % n));
         op_str(f, "stream");
         op_uint(f, (i % n) % 3 ? 0x5000u : 0);
         op_str(f, "time_us");
@@ -2879,12 +2881,165 @@ static void test_first_pass_after_a_long_batch_is_the_walk(void **state)
     struct gm_snapshot *sa, *sb;
     struct gm_analysis *a, *b;
     (void)state;
-    write_long_batch(&buf, &len, 3000);
+    write_long_batch(&buf, &len, 3000, 512);
     a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
     b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
     assert_int_equal(a->devices[0].n_allocs, 3000);
     assert_int_equal(tb, 0);
     analyses_equal(a, b, true, "a long batch");
+    assert_string_equal(ha, hb);
+    free(ha);
+    free(hb);
+    gm_analysis_free(a);
+    gm_analysis_free(b);
+    gm_snapshot_free(sa);
+    gm_snapshot_free(sb);
+    free(buf);
+}
+
+/* Where the fold gives up at its finish for the timeline's reasons alone (sizes whose sums
+ * may saturate: the timeline walks the trace), it answered every event all the same: the
+ * first pass made while loading is taken, with the walk's results. */
+static void test_first_pass_kept_when_the_fold_gives_up_at_its_finish(void **state)
+{
+    char *buf, *ha, *hb;
+    size_t len, ta, tb;
+    struct gm_snapshot *sa, *sb;
+    struct gm_analysis *a, *b;
+    (void)state;
+    /* 2 allocations of 2^60 bytes and more, and their frees: every size summed passes 2^62
+     * (ONE_PASS_LIMIT, timeline.c) */
+    write_long_batch(&buf, &len, 2, (uint64_t)1 << 60);
+    a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
+    b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
+    assert_false(snap_fold_ready(&sb->devices[0])); /* what the case is about */
+    assert_int_equal(a->devices[0].n_allocs, 2);
+    assert_int_equal(ta, 0);
+    assert_int_equal(tb, 1);
+    analyses_equal(a, b, true, "sums past 2^62");
+    assert_string_equal(ha, hb);
+    free(ha);
+    free(hb);
+    gm_analysis_free(a);
+    gm_analysis_free(b);
+    gm_snapshot_free(sa);
+    gm_snapshot_free(sb);
+    free(buf);
+}
+
+/* One segment of device 'dev' at 'addr' into w: blocks of 1024 bytes, each allocated with
+ * its requested size, or inactive where that is 0. */
+static void pickle_segment(struct gm_pickle_writer *w, int dev, uint64_t addr,
+                           const uint64_t *requested, size_t n)
+{
+    gm_pickle_dict_begin(w, 6);
+    gm_pickle_str(w, "device");
+    gm_pickle_int(w, dev);
+    gm_pickle_str(w, "address");
+    gm_pickle_uint(w, addr);
+    gm_pickle_str(w, "total_size");
+    gm_pickle_uint(w, 1024 * (uint64_t)n);
+    gm_pickle_str(w, "stream");
+    gm_pickle_uint(w, 0);
+    gm_pickle_str(w, "segment_type");
+    gm_pickle_str(w, "small");
+    gm_pickle_str(w, "blocks");
+    gm_pickle_list_begin(w, n);
+    for (size_t i = 0; i < n; i++) {
+        gm_pickle_dict_begin(w, 3);
+        gm_pickle_str(w, "size");
+        gm_pickle_uint(w, 1024);
+        gm_pickle_str(w, "requested_size");
+        gm_pickle_uint(w, requested[i]);
+        gm_pickle_str(w, "state");
+        gm_pickle_str(w, requested[i] ? "active_allocated" : "inactive");
+        gm_pickle_dict_end(w);
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+}
+
+/* Two devices: on device 0 a segment at 0x10000 of two blocks, the first explained by the
+ * alloc pending at the end of its trace (event 0), the second inactive; on device 1 a
+ * segment at 0x90000 of two allocated blocks, the first explained by its trace's alloc
+ * (event 1; event 0 allocates and event 2 frees 0xa0000), the second by none (alive from
+ * the start).  Device 1's blocks are its 0th and 1st, the snapshot's 2nd and 3rd. */
+static void write_two_devices(char **buf, size_t *len)
+{
+    static const uint64_t dev0[] = {1000, 0}, dev1[] = {1000, 900};
+    static const struct {
+        const char *action;
+        uint64_t addr, size;
+    } ev0[] = {{"alloc", 0x10000, 1000}},
+      ev1[] = {{"alloc", 0xa0000, 300}, {"alloc", 0x90000, 1000}, {"free_completed", 0xa0000, 300}};
+    struct gm_pickle_writer *w;
+    struct gm_error err;
+    FILE *f = open_memstream(buf, len);
+    assert_non_null(f);
+    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
+    gm_pickle_dict_begin(w, 2);
+    gm_pickle_str(w, "segments");
+    gm_pickle_list_begin(w, 2);
+    pickle_segment(w, 0, 0x10000, dev0, 2);
+    pickle_segment(w, 1, 0x90000, dev1, 2);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "device_traces");
+    gm_pickle_list_begin(w, 2);
+    for (int d = 0; d < 2; d++) {
+        size_t n = d ? sizeof(ev1) / sizeof(ev1[0]) : sizeof(ev0) / sizeof(ev0[0]);
+        gm_pickle_list_begin(w, n);
+        for (size_t i = 0; i < n; i++) {
+            gm_pickle_dict_begin(w, 5);
+            gm_pickle_str(w, "action");
+            gm_pickle_str(w, d ? ev1[i].action : ev0[i].action);
+            gm_pickle_str(w, "addr");
+            gm_pickle_uint(w, d ? ev1[i].addr : ev0[i].addr);
+            gm_pickle_str(w, "size");
+            gm_pickle_uint(w, d ? ev1[i].size : ev0[i].size);
+            gm_pickle_str(w, "stream");
+            gm_pickle_uint(w, 0);
+            gm_pickle_str(w, "time_us");
+            gm_pickle_int(w, 1000 + 10 * (int64_t)i);
+            gm_pickle_dict_end(w);
+        }
+        gm_pickle_list_end(w);
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The blocks alive from the start are counted per device (the fold's bits and the walk's
+ * test): on device 1 the first pass made while loading (taken for both devices) finds the
+ * block no alloc explains and not the one its trace's alloc does, as the walk does. */
+static void test_first_pass_blocks_from_the_start_per_device(void **state)
+{
+    char *buf, *ha, *hb;
+    size_t len, ta, tb;
+    struct gm_snapshot *sa, *sb;
+    struct gm_analysis *a, *b;
+    (void)state;
+    write_two_devices(&buf, &len);
+    a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
+    b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
+    assert_int_equal(ta, 0);
+    assert_int_equal(tb, 2);
+    for (int r = 0; r < 2; r++) {
+        const struct gm_analysis *an = r ? b : a;
+        const struct gm_analysis_device *d = NULL;
+        for (size_t i = 0; i < an->n_devices; i++)
+            if (an->devices[i].device == 1)
+                d = &an->devices[i];
+        assert_non_null(d);
+        /* the block from the start first, then the trace's two allocations */
+        assert_int_equal(d->n_allocs, 3);
+        assert_true(d->allocs[0].addr == 0x90400);
+        assert_int_equal(d->allocs[0].alloc_event, -1);
+        assert_int_equal(d->allocs[1].alloc_event, 0);
+        assert_int_equal(d->allocs[2].alloc_event, 1);
+    }
+    analyses_equal(a, b, true, "two devices");
     assert_string_equal(ha, hb);
     free(ha);
     free(hb);
@@ -3356,6 +3511,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_first_pass_while_loading_equals_the_walk),
     cmocka_unit_test(test_first_pass_used_on_streams_and_step_ranges),
     cmocka_unit_test(test_first_pass_after_a_long_batch_is_the_walk),
+    cmocka_unit_test(test_first_pass_kept_when_the_fold_gives_up_at_its_finish),
+    cmocka_unit_test(test_first_pass_blocks_from_the_start_per_device),
     cmocka_unit_test(test_first_pass_pairs_events_with_the_folds_map),
 };
 

@@ -975,7 +975,7 @@ static void *pairs_open(void *ctx, uint32_t index, struct gm_budget *shared,
     (void)index;
     (void)shared;
     p->fold = pk->fold;
-    snap_fold_answer(pk->fold);
+    snap_fold_answer(pk->fold, true);
     return p;
 }
 
@@ -1018,7 +1018,7 @@ static void test_fold_answers(void **state)
         struct gm_snapshot_opts o = {0};
         struct gm_snapshot *s;
         struct gm_error err;
-        const uint64_t *bits;
+        uint64_t *bits, bytes;
         memset(&seen, 0, sizeof(seen));
         o.reader = readers[r];
         o.consumer = &c;
@@ -1029,18 +1029,65 @@ static void test_fold_answers(void **state)
                 fail_msg("event %zu: answer %u, expected %u", i, seen.got[i], pairs_want[i]);
         assert_false(seen.other_batch_answered);
         assert_true(snap_fold_ready(&s->devices[0]));
-        assert_non_null(bits = snap_fold_from_start(&s->devices[0]));
-        assert_true(bits[0] == 0x6); /* the blocks at 0x1400 and 0x1800 */
+        assert_non_null(bits = snap_fold_take_from_start(&s->devices[0], &bytes));
+        assert_true(bits[0] == 0x6);               /* the blocks at 0x1400 and 0x1800 */
+        assert_int_equal(bytes, sizeof(uint64_t)); /* 4 blocks: one word (n / 64 + 1 made two) */
+        gm_free(bits);
+        /* handed over once */
+        assert_null(snap_fold_take_from_start(&s->devices[0], &bytes));
+        assert_int_equal(bytes, 0);
         check_passes(s);
         gm_snapshot_free(s);
         /* without a consumer that asks: no bits kept */
         o.consumer = NULL;
         assert_int_equal(gm_snapshot_load_mem(e.b, e.n, &o, &s, &err), GM_OK);
         assert_true(snap_fold_ready(&s->devices[0]));
-        assert_null(snap_fold_from_start(&s->devices[0]));
+        assert_null(snap_fold_take_from_start(&s->devices[0], &bytes));
         gm_snapshot_free(s);
     }
     assert_null(snap_fold_answers(NULL, 0, 1));
+}
+
+/* A consumer that asks the fold for its answers and gives up on its first batch. */
+static void pairs_give_up(void *state, const struct gm_snapshot_event *ev, size_t n)
+{
+    struct pairs_seen *p = state;
+    (void)ev;
+    if (p->n)
+        return;
+    assert_non_null(snap_fold_answers(p->fold, 0, n));
+    snap_fold_answer(p->fold, false);
+    /* answers no more, for this batch either */
+    p->other_batch_answered = snap_fold_answers(p->fold, 0, n) != NULL;
+    p->n = n;
+}
+
+static const struct snap_consumer_ops pairs_give_up_ops = {pairs_open, pairs_give_up, pairs_nothing,
+                                                           pairs_nothing, NULL};
+
+/* A consumer that gives up stops the fold answering: no answers after, no blocks' bits after
+ * the load, and the fold's timeline as without that consumer. */
+static void test_fold_stops_answering_a_consumer_that_gave_up(void **state)
+{
+    struct em e;
+    struct pairs_seen seen;
+    struct gm_snapshot_consumer c = {&pairs_give_up_ops, &seen};
+    struct gm_snapshot_opts o = {0};
+    struct gm_snapshot *s;
+    struct gm_error err;
+    uint64_t bytes;
+    (void)state;
+    build_pairs(&e);
+    memset(&seen, 0, sizeof(seen));
+    o.consumer = &c;
+    assert_int_equal(gm_snapshot_load_mem(e.b, e.n, &o, &s, &err), GM_OK);
+    assert_true(seen.n > 0);
+    assert_false(seen.other_batch_answered);
+    assert_true(snap_fold_ready(&s->devices[0]));
+    assert_null(snap_fold_take_from_start(&s->devices[0], &bytes));
+    assert_int_equal(bytes, 0);
+    check_passes(s);
+    gm_snapshot_free(s);
 }
 
 /* A trace of 'n' entries: 10 in a first batch (MARK ... APPENDS), the rest in a second one
@@ -1688,6 +1735,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_passes),
     cmocka_unit_test(test_folded_timeline),
     cmocka_unit_test(test_fold_answers),
+    cmocka_unit_test(test_fold_stops_answering_a_consumer_that_gave_up),
     cmocka_unit_test(test_long_batch),
     cmocka_unit_test(test_timeline_only),
     cmocka_unit_test(test_side_records),
