@@ -771,8 +771,9 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
     memset(out, 0, sizeof(*out));
     if (!d)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d", index);
-    /* without the events: the fold's answer (timeline_only), or none to walk */
-    if (snap->events_dropped && !snap_fold_ready(d) && d->n_events)
+    /* without the events (dropped, or consumed while loading): the fold's answer, or none
+     * to walk */
+    if (!snap_events_stored(d) && !snap_fold_ready(d))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "timeline: the snapshot was loaded without its events");
     out->device = index;
@@ -782,7 +783,7 @@ enum gm_status snap_timeline(const struct gm_snapshot *snap, int32_t index, unsi
                        d->n_events, INT32_MAX - 2);
     if (!force_two_pass && fold_timeline(d, (flags & GM_TIMELINE_LIVE) != 0, out))
         return GM_OK;
-    if (snap->events_dropped && d->n_events)
+    if (!snap_events_stored(d))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "timeline: out of memory");
 
     /* pass 1: the fold's rule over the trace, without the lists the live list needs (pass 3
