@@ -2193,6 +2193,20 @@ static void consumed_load_agrees(const char *buf, size_t len, const struct gm_ca
     for (int i = 0; i < 2; i++)
         assert_int_equal(gm_analysis_run(s[i], &ao, &an[i], &err), GM_OK);
     assert_false(gm_analysis_reads_trace(an[1]));
+    {
+        /* the same loads analysed without the totals (not asked for): a page drawn from a
+         * consumed trace would need its events, so the caller must read the file again (true);
+         * a load that kept them never needs that (false) */
+        struct gm_analysis_opts bare = {.totals = false, .rules = rules};
+        for (int i = 0; i < 2; i++) {
+            struct gm_snapshot *b = load_with_consumer(buf, len, i == 1);
+            struct gm_analysis *ba;
+            assert_int_equal(gm_analysis_run(b, &bare, &ba, &err), GM_OK);
+            assert_int_equal(gm_analysis_reads_trace(ba), i == 1 && consumed && b->n_events > 0);
+            gm_analysis_free(ba);
+            gm_snapshot_free(b);
+        }
+    }
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
         char *doc[2];
         for (int i = 0; i < 2; i++)
