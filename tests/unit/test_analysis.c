@@ -2943,6 +2943,33 @@ static void test_first_pass_kept_when_the_fold_gives_up_at_its_finish(void **sta
 
 /* One segment of device 'dev' at 'addr' into w: blocks of 1024 bytes, each allocated with
  * its requested size, or inactive where that is 0. */
+/* An event of a hand-written trace: stream 0, times 1000, 1010, ... by position. */
+struct plain_ev {
+    const char *action;
+    uint64_t addr, size;
+};
+
+/* One device's trace of the n events ev[] (a list of event dicts). */
+static void pickle_plain_trace(struct gm_pickle_writer *w, const struct plain_ev *ev, size_t n)
+{
+    gm_pickle_list_begin(w, n);
+    for (size_t i = 0; i < n; i++) {
+        gm_pickle_dict_begin(w, 5);
+        gm_pickle_str(w, "action");
+        gm_pickle_str(w, ev[i].action);
+        gm_pickle_str(w, "addr");
+        gm_pickle_uint(w, ev[i].addr);
+        gm_pickle_str(w, "size");
+        gm_pickle_uint(w, ev[i].size);
+        gm_pickle_str(w, "stream");
+        gm_pickle_uint(w, 0);
+        gm_pickle_str(w, "time_us");
+        gm_pickle_int(w, 1000 + 10 * (int64_t)i);
+        gm_pickle_dict_end(w);
+    }
+    gm_pickle_list_end(w);
+}
+
 static void pickle_segment(struct gm_pickle_writer *w, int dev, uint64_t addr,
                            const uint64_t *requested, size_t n)
 {
@@ -2981,11 +3008,10 @@ static void pickle_segment(struct gm_pickle_writer *w, int dev, uint64_t addr,
 static void write_two_devices(char **buf, size_t *len)
 {
     static const uint64_t dev0[] = {1000, 0}, dev1[] = {1000, 900};
-    static const struct {
-        const char *action;
-        uint64_t addr, size;
-    } ev0[] = {{"alloc", 0x10000, 1000}},
-      ev1[] = {{"alloc", 0xa0000, 300}, {"alloc", 0x90000, 1000}, {"free_completed", 0xa0000, 300}};
+    static const struct plain_ev ev0[] = {{"alloc", 0x10000, 1000}},
+                                 ev1[] = {{"alloc", 0xa0000, 300},
+                                          {"alloc", 0x90000, 1000},
+                                          {"free_completed", 0xa0000, 300}};
     struct gm_pickle_writer *w;
     struct gm_error err;
     FILE *f = open_memstream(buf, len);
@@ -2999,25 +3025,8 @@ static void write_two_devices(char **buf, size_t *len)
     gm_pickle_list_end(w);
     gm_pickle_str(w, "device_traces");
     gm_pickle_list_begin(w, 2);
-    for (int d = 0; d < 2; d++) {
-        size_t n = d ? sizeof(ev1) / sizeof(ev1[0]) : sizeof(ev0) / sizeof(ev0[0]);
-        gm_pickle_list_begin(w, n);
-        for (size_t i = 0; i < n; i++) {
-            gm_pickle_dict_begin(w, 5);
-            gm_pickle_str(w, "action");
-            gm_pickle_str(w, d ? ev1[i].action : ev0[i].action);
-            gm_pickle_str(w, "addr");
-            gm_pickle_uint(w, d ? ev1[i].addr : ev0[i].addr);
-            gm_pickle_str(w, "size");
-            gm_pickle_uint(w, d ? ev1[i].size : ev0[i].size);
-            gm_pickle_str(w, "stream");
-            gm_pickle_uint(w, 0);
-            gm_pickle_str(w, "time_us");
-            gm_pickle_int(w, 1000 + 10 * (int64_t)i);
-            gm_pickle_dict_end(w);
-        }
-        gm_pickle_list_end(w);
-    }
+    pickle_plain_trace(w, ev0, sizeof(ev0) / sizeof(ev0[0]));
+    pickle_plain_trace(w, ev1, sizeof(ev1) / sizeof(ev1[0]));
     gm_pickle_list_end(w);
     gm_pickle_dict_end(w);
     assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
@@ -3077,10 +3086,7 @@ static void test_first_pass_blocks_from_the_start_per_device(void **state)
  * 0x10800) and inactive (0x10c00). */
 static void write_pairs(char **buf, size_t *len)
 {
-    static const struct {
-        const char *action;
-        uint64_t addr, size;
-    } ev[] = {
+    static const struct plain_ev ev[] = {
         {"alloc", 0x20000, 100},          {"free_requested", 0x20000, 100},
         {"alloc", 0x20000, 200},          {"free_requested", 0x20000, 200},
         {"free_completed", 0x20000, 200}, {"free_requested", 0x30000, 50},
@@ -3131,22 +3137,7 @@ static void write_pairs(char **buf, size_t *len)
     gm_pickle_list_end(w);
     gm_pickle_str(w, "device_traces");
     gm_pickle_list_begin(w, 1);
-    gm_pickle_list_begin(w, sizeof(ev) / sizeof(ev[0]));
-    for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
-        gm_pickle_dict_begin(w, 5);
-        gm_pickle_str(w, "action");
-        gm_pickle_str(w, ev[i].action);
-        gm_pickle_str(w, "addr");
-        gm_pickle_uint(w, ev[i].addr);
-        gm_pickle_str(w, "size");
-        gm_pickle_uint(w, ev[i].size);
-        gm_pickle_str(w, "stream");
-        gm_pickle_uint(w, 0);
-        gm_pickle_str(w, "time_us");
-        gm_pickle_int(w, 1000 + 10 * (int64_t)i);
-        gm_pickle_dict_end(w);
-    }
-    gm_pickle_list_end(w);
+    pickle_plain_trace(w, ev, sizeof(ev) / sizeof(ev[0]));
     gm_pickle_list_end(w);
     gm_pickle_dict_end(w);
     assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
