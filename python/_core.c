@@ -438,8 +438,17 @@ static bool resolve_device(struct snapshot_obj *s, PyObject *arg, int32_t *out)
         *out = s->snap->devices[0].index;
         return true;
     }
-    /* each device's timeline (folded while the file was read: no walk of the trace), not a
-     * whole analysis for the one figure it compares */
+    if (s->an) { /* the analysis kept with the object has the figure */
+        size_t best = 0;
+        for (size_t i = 1; i < s->an->n_devices; i++)
+            if (s->an->devices[i].peak_bytes > s->an->devices[best].peak_bytes)
+                best = i;
+        *out = s->an->devices[best].device;
+        return true;
+    }
+    /* else each device's timeline (folded while the file was read: no walk of the trace),
+     * not a whole analysis for the one figure it compares (gm_analysis_device.peak_bytes is
+     * the timeline's, the devices in the same order) */
     uint64_t best = 0;
     for (size_t i = 0; i < s->snap->n_devices; i++) {
         struct gm_snapshot_timeline tl;
