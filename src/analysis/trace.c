@@ -323,8 +323,10 @@ static inline uint64_t stack_extra(const struct gm_snapshot_event *e)
 struct json_line {
     char head[32]; /* {"device":N,"index": (N an int32_t: at most 32 bytes) */
     size_t n_head;
+    size_t n_device; /* bytes of its {"device":N */
     /* the index memo's key is the head (when the head with every index of the device fits
-     * GM_FMT_SHORT_ROOM bytes: all but traces of a billion events) */
+     * GM_FMT_SHORT_ROOM bytes: all but traces of a billion events), else ,"index": after
+     * the head's {"device":N */
     bool index_has_head;
     /* the stack and extra of the line before (stack_extra()); UINT64_MAX before the first
      * line, which no event has: stack UINT32_MAX is past the last stack and extra
@@ -389,7 +391,7 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     const struct {
         struct gm_fmt_memo *m;
         const char *key;
-    } memos[] = {{&jl->index, ""},
+    } memos[] = {{&jl->index, ",\"index\":"},
                  {&jl->addr, ",\"addr\":"},
                  {&jl->device_free, ",\"device_free\":"},
                  {&jl->size, ",\"size\":"},
@@ -417,6 +419,7 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     gm_fmt_slots_init(jl->allocated_slot, 1u << VALUE_BITS, &jl->allocated);
     p = gm_fmt_lit(jl->head, "{\"device\":");
     p = gm_fmt_i64(p, d->index);
+    jl->n_device = (size_t)(p - jl->head);
     p = gm_fmt_lit(p, ",\"index\":");
     jl->n_head = (size_t)(p - jl->head);
     /* the start of the line as the index's key, where it fits a short copy with every index */
@@ -500,7 +503,7 @@ static GM_INLINE_ALWAYS char *json_event(struct gm_outbuf *o, struct cache *c, s
         p = gm_fmt_u64_memo_next_copy(p, k, &jl->index, GM_FMT_SHORT_ROOM);
     } else {
         memcpy(p, jl->head, sizeof(jl->head));
-        p += jl->n_head;
+        p += jl->n_device;
         p = gm_fmt_u64_memo_next(p, k, &jl->index);
     }
     if (jl->name) {
