@@ -573,6 +573,9 @@ bool est_precision_autocast(enum gm_precision p);
 /* Bytes per element of LoRA adapters: --adapter-dtype, else fp32 (PEFT's
  * autocast_adapter_dtype) unless --precision bf16. */
 unsigned est_adapter_bytes(const struct gm_job *job);
+/* Whether unsloth's fused LoRA autograd functions (FOAK fused_lora) run the adapter of LoRA
+ * target 't' (one enum gm_lora_target flag) in 'job' (stage_adapters.c). */
+bool est_fused_lora_runs(const struct gm_job *job, unsigned t);
 /* Bytes per parameter of a frozen base's parameters that are not quantised (embeddings,
  * lm_head, norms): fp32 with QLoRA's fp32 upcast or --precision fp32, else 16-bit. */
 unsigned est_frozen_rest_bytes(const struct gm_job *job);
