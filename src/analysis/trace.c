@@ -327,8 +327,7 @@ static inline uint64_t stack_extra(const struct gm_snapshot_event *e)
 #define PAIR_TEXT 47
 struct pair_slot {
     uint64_t addr, size;
-    char s[PAIR_TEXT]; /* the text, then what is copied with it up to PAIR_TEXT + 1 bytes */
-    uint8_t n;         /* bytes of s */
+    char s[PAIR_TEXT + 1]; /* the text; its length in the last byte (copied with it) */
 };
 
 /* The slot of the pair (addr, size) among 2^VALUE_BITS. */
@@ -445,7 +444,7 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
         q = gm_fmt_u64_slot_short(q, 0, jl->size_slot, SIZE_BITS, &jl->size);
         for (size_t i = 0; i < (size_t)1 << VALUE_BITS; i++) {
             memcpy(jl->pair[i].s, first, PAIR_TEXT);
-            jl->pair[i].n = (uint8_t)(q - first);
+            jl->pair[i].s[PAIR_TEXT] = (char)(q - first);
         }
     }
     p = gm_fmt_lit(jl->head, "{\"device\":");
@@ -490,7 +489,7 @@ static char *pair_miss(struct json_line *jl, struct pair_slot *t, char *p, uint6
         t->addr = addr;
         t->size = size;
         memcpy(t->s, made, PAIR_TEXT);
-        t->n = (uint8_t)n;
+        t->s[PAIR_TEXT] = (char)n;
     }
     return p + n;
 }
@@ -571,7 +570,7 @@ static GM_INLINE_ALWAYS char *json_event(struct gm_outbuf *o, struct cache *c, s
         struct pair_slot *ps = &jl->pair[pair_slot_of(e->addr, e->size)];
         if (GM_LIKELY(ps->addr == e->addr && ps->size == e->size)) {
             memcpy(p, ps->s, PAIR_TEXT + 1);
-            p += ps->n;
+            p += (uint8_t)ps->s[PAIR_TEXT];
         } else {
             p = pair_miss(jl, ps, p, e->addr, e->size);
         }

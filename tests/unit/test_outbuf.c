@@ -213,8 +213,7 @@ static void test_memo(void **state)
      * trace's key, the longest key; then the short copy with the shortest key and the
      * longest short key */
     static const char *const keys[] = {",\"key\":", ",\"allocated_bytes\":",
-                                       ",\"a_key_of_24_bytes___\":", ",\"key\":",
-                                       ",\"a_key_12\":"};
+                                       ",\"a_key_of_24_bytes___\":", ",\"key\":", ",\"a_key_12\":"};
     (void)state;
     assert_int_equal(strlen(keys[0]), GM_FMT_KEY_MIN);
     assert_int_equal(strlen(keys[2]), GM_FMT_KEY_MAX);
