@@ -463,6 +463,10 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
  * supports none, or where 'p2p' is false: the GPUs have no peer access, or the group spans
  * nodes). */
 uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
+/* PyTorch's cuBLAS workspace on the job's GPU, which the caching allocator gives cuBLAS at a
+ * process's first GEMM and which vLLM's profile run therefore holds: 32 MiB on compute
+ * capability 9.0, else 8.125 MiB (stage_engine.c). */
+uint64_t est_vllm_cublas_workspace_bytes(const struct est_ctx *cx);
 /* The NCCL memory vLLM 'version' (0: the current release) counts as non-torch growth because
  * its profile run creates the tensor-parallel device group's communicator: from 0.11 at tp >= 2
  * with peer access within the node ('p2p', est_node_peers), else 0. */
@@ -573,6 +577,9 @@ bool est_precision_autocast(enum gm_precision p);
 /* Bytes per element of LoRA adapters: --adapter-dtype, else fp32 (PEFT's
  * autocast_adapter_dtype) unless --precision bf16. */
 unsigned est_adapter_bytes(const struct gm_job *job);
+/* Whether unsloth's fused LoRA autograd functions (FOAK fused_lora) run the adapter of LoRA
+ * target 't' (one enum gm_lora_target flag) in 'job' (stage_adapters.c). */
+bool est_fused_lora_runs(const struct gm_job *job, unsigned t);
 /* Bytes per parameter of a frozen base's parameters that are not quantised (embeddings,
  * lm_head, norms): fp32 with QLoRA's fp32 upcast or --precision fp32, else 16-bit. */
 unsigned est_frozen_rest_bytes(const struct gm_job *job);

@@ -94,15 +94,20 @@ static uint64_t opt_state_per_param(enum gm_optimizer o, unsigned sb)
     }
 }
 
-/* Whether unsloth's fused LoRA functions run the adapter of target 't': fms-acceleration's
- * FOAK rules (plugins/fused-ops-and-kernels models/llama.py, mistral.py, mixtral.py at
- * 733992a, trigger_fused_ops in models/utils.py) replace q, k and v together when all three
- * are LoRA layers (LoRA_QKV) and o alone (LoRA_W).  Their LoRA_MLP (the MLP's three
- * together) also changes what the MLP itself saves, which is not modelled: MLP adapters
- * are counted as PEFT runs them. */
-static bool fused_lora_runs(unsigned targets, unsigned t)
+/* Whether unsloth's fused LoRA functions run the adapter of target 't' of a job: the job
+ * asks for them (--fused-kernels lora) and fms-acceleration's FOAK rules
+ * (plugins/fused-ops-and-kernels models/llama.py, mistral.py, mixtral.py at 733992a,
+ * trigger_fused_ops in models/utils.py) replace q, k and v together when all three are LoRA
+ * layers (LoRA_QKV) and o alone (LoRA_W).  Their LoRA_MLP (the MLP's three together) also
+ * changes what the MLP itself saves, which is not modelled: MLP adapters are counted as PEFT
+ * runs them. */
+bool est_fused_lora_runs(const struct gm_job *j, unsigned t)
 {
     const unsigned qkv = GM_LORA_Q | GM_LORA_K | GM_LORA_V;
+    unsigned targets = j->memory.lora.targets;
+    if (j->memory.adapter == GM_ADAPTER_NONE || !(j->memory.fused_kernels & GM_FUSED_LORA) ||
+        !(targets & t))
+        return false;
     if (t & qkv)
         return (targets & qkv) == qkv;
     return t == GM_LORA_O;
@@ -241,7 +246,7 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         if (!i_dim)
             continue;
         ntargets++;
-        if ((j->memory.fused_kernels & GM_FUSED_LORA) && fused_lora_runs(lo->targets, t)) {
+        if (est_fused_lora_runs(j, t)) {
             /* unsloth's fused LoRA (FOAK fused_lora; fused_ops/unsloth_lora/bnb/fast_lora.py
              * and utils.py matmul_lora at 733992a): one autograd function computes the base
              * matmul and X @ A @ B in the input's dtype and saves X and, with dropout, the

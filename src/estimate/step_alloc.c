@@ -11,7 +11,9 @@
  *                           under the HF Trainer: the wrap, unit by unit, fsdp1_wrap())
  *   forward, layer 1..L     the layer's parameters gathered (FSDP / ZeRO-3: all-gather
  *                           stream), the tensors it saves for backward (per layer), the
- *                           gathered parameters freed again (reshard after forward)
+ *                           gathered parameters freed again (reshard after forward); a
+ *                           checkpointed layer op by op (forward_layer(), FOAK's fused
+ *                           LoRA in lora_qkv() and lora_matmul())
  *   loss                    the next layer prefetched for backward; the logits and the
  *                           loss's tensors (vocabulary-wide pieces), freed after its backward
  *   backward, layer L..1    the next layer prefetched, the layer's recomputed activations
@@ -154,6 +156,14 @@ struct replay {
     uint64_t b_h, b_q, b_k, b_v, b_o, b_mlp, b_h32; /* bytes of one tensor of each width */
     uint64_t b_ring[EST_RING_PARTS]; /* ring attention's tensors in one attention call (--cp) */
     size_t n_ring;
+    /* unsloth's fused LoRA in that forward (FOAK: LoRA_QKV for q, k and v, LoRA_W for o):
+     * each projection's matmul_lora; with lora_dropout its dropout mask (bool) and the
+     * dropped-out copy of its input, kept to the function's end; the base weight dequantised
+     * per matmul (bitsandbytes: deq_each) or for q, k and v at once (GPTQ's dequant248) */
+    bool lora_qkv, lora_o, lora_dropout, deq_each;
+    uint64_t b_xa;                   /* X @ A: tokens x r in the compute dtype */
+    uint64_t b_mask_h, b_mask_o;     /* dropout masks of a q/k/v input and of o's */
+    uint64_t b_wq, b_wk, b_wv, b_wo; /* a dequantised weight of each (0: not quantised) */
     /* FSDP1's frees of tensors another stream used (cross_freed()): the rate limiter's
      * queue of free events (marks on the compute stream), and how far the GPU lags */
     bool fsdp1_frees;
@@ -695,6 +705,25 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     r->b_o = est_round(T * g.o_in * ea / t);
     r->b_mlp = est_round(T * g.mlp * ea / t);
     r->n_ring = est_ring_attention_parts(j, m, T, r->b_ring);
+    r->lora_qkv = est_fused_lora_runs(j, GM_LORA_Q);
+    r->lora_o = est_fused_lora_runs(j, GM_LORA_O);
+    r->lora_dropout = (r->lora_qkv || r->lora_o) && j->memory.lora.dropout > 0;
+    r->b_xa = est_round(T * (double)j->memory.lora.rank * ea);
+    r->b_mask_h = r->lora_dropout ? est_round(T * h) : 0;
+    r->b_mask_o = r->lora_dropout ? est_round(T * g.o_in / t) : 0;
+    {
+        /* the base weights the fused functions dequantise: bitsandbytes' in the compute
+         * dtype (fast_dequantize), GPTQ's in fp16 (dequant248) */
+        const struct gm_quant *qf = cx->quant;
+        bool bnb = j->memory.adapter == GM_ADAPTER_QLORA;
+        bool gptq = !bnb && qf && qf->method == GM_QUANT_GPTQ;
+        double wb = bnb ? ea : gptq ? 2.0 : 0.0;
+        r->deq_each = bnb;
+        r->b_wq = est_round(h * g.q / t * wb);
+        r->b_wk = est_round(h * g.k / t * wb);
+        r->b_wv = est_round(h * g.v / t * wb);
+        r->b_wo = est_round(g.o_in / t * h * wb);
+    }
 
     r->share_emb = tot > 0 ? ((double)pc->embedding + (double)pc->positions) / tot : 0;
     r->share_head = tot > 0 ? ((double)pc->lm_head + (double)pc->other) / tot : 0;
@@ -853,6 +882,55 @@ static struct gm_alloc_block *norm_op(struct replay *r)
     return out;
 }
 
+/* One projection through unsloth's matmul_lora (FOAK fused_ops/unsloth_lora/utils.py and
+ * gptq/fast_lora.py at 733992a) under no_grad: the base matmul's output, the dropout of the
+ * input (PyTorch's dropout_cuda allocates the bool mask, then the output, and native_dropout's
+ * caller drops the mask: aten/src/ATen/native/cuda/Dropout.cu, atalman/pytorch 122bfa37),
+ * kept in *dropped until the autograd function returns, then `out += (X @ A) @ (s * B)`:
+ * X @ A, the product of out's shape, X @ A freed as an operand, the product after the add
+ * (A and s * B cast to the compute dtype are r-wide: small-pool blocks, left out).  'w' is
+ * the weight bitsandbytes dequantises for this matmul alone (0: none). */
+static struct gm_alloc_block *lora_matmul(struct replay *r, uint64_t w, uint64_t out_b,
+                                          uint64_t in_b, uint64_t mask_b,
+                                          struct gm_alloc_block **dropped)
+{
+    struct gm_alloc_block *wd = raw_alloc(r, w), *out, *mask, *xa, *tmp;
+    out = raw_alloc(r, out_b);
+    raw_free(r, &wd, w);
+    if (r->lora_dropout) {
+        mask = raw_alloc(r, mask_b);
+        *dropped = raw_alloc(r, in_b);
+        raw_free(r, &mask, mask_b);
+    }
+    xa = raw_alloc(r, r->b_xa);
+    tmp = raw_alloc(r, out_b);
+    raw_free(r, &xa, r->b_xa);
+    raw_free(r, &tmp, out_b);
+    return out;
+}
+
+/* FOAK's LoRA_QKV.forward (bnb/fast_lora.py, gptq/fast_lora.py at 733992a): q, k and v
+ * through matmul_lora in turn (GPTQ dequantises the three weights first and holds them to
+ * the end); the dropped-out copies die with the function's context (no_grad keeps none). */
+static void lora_qkv(struct replay *r, struct gm_alloc_block **q, struct gm_alloc_block **k,
+                     struct gm_alloc_block **v)
+{
+    struct gm_alloc_block *d[3] = {NULL, NULL, NULL}, *w[3] = {NULL, NULL, NULL};
+    uint64_t wb[3] = {r->b_wq, r->b_wk, r->b_wv}, each[3];
+    for (size_t i = 0; i < 3; i++) {
+        each[i] = r->deq_each ? wb[i] : 0;
+        if (!r->deq_each)
+            w[i] = raw_alloc(r, wb[i]);
+    }
+    *q = lora_matmul(r, each[0], r->b_q, r->b_h, r->b_mask_h, &d[0]);
+    *k = lora_matmul(r, each[1], r->b_k, r->b_h, r->b_mask_h, &d[1]);
+    *v = lora_matmul(r, each[2], r->b_v, r->b_h, r->b_mask_h, &d[2]);
+    for (size_t i = 3; i-- > 0;) {
+        raw_free(r, &d[i], r->b_h);
+        raw_free(r, &w[i], wb[i]);
+    }
+}
+
 /* The forward of one checkpointed decoder layer under no_grad (nothing of it is kept but
  * its output, the next layer's input): each op's output allocated, its inputs freed when no
  * later op reads them -- the order a llama-style layer (norm, q/k/v, rotary, attention, o,
@@ -862,9 +940,13 @@ static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
     struct gm_alloc_block *n1, *q, *k, *v, *q2 = NULL, *k2 = NULL, *a, *o, *res, *n2, *g, *up, *act,
                                            *prod, *down, *ring[EST_RING_PARTS];
     n1 = norm_op(r);
-    q = raw_alloc(r, r->b_q);
-    k = raw_alloc(r, r->b_k);
-    v = raw_alloc(r, r->b_v);
+    if (r->lora_qkv) {
+        lora_qkv(r, &q, &k, &v);
+    } else {
+        q = raw_alloc(r, r->b_q);
+        k = raw_alloc(r, r->b_k);
+        v = raw_alloc(r, r->b_v);
+    }
     raw_free(r, &n1, r->b_h);
     if (!r->fused_rope) { /* q * cos + rotate_half(q) * sin: new tensors */
         q2 = raw_alloc(r, r->b_q);
@@ -883,7 +965,17 @@ static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
     raw_free(r, &q, r->b_q);
     raw_free(r, &k, r->b_k);
     raw_free(r, &v, r->b_v);
-    o = raw_alloc(r, r->b_h);
+    if (r->lora_o) {
+        /* LoRA_W.forward: GPTQ's weight dequantised around matmul_lora (`del W`), then the
+         * dropped-out copy with the function's context */
+        uint64_t held = r->deq_each ? 0 : r->b_wo;
+        struct gm_alloc_block *d = NULL, *w = raw_alloc(r, held);
+        o = lora_matmul(r, r->deq_each ? r->b_wo : 0, r->b_h, r->b_o, r->b_mask_o, &d);
+        raw_free(r, &w, held);
+        raw_free(r, &d, r->b_o);
+    } else {
+        o = raw_alloc(r, r->b_h);
+    }
     raw_free(r, &a, r->b_o);
     res = raw_alloc(r, r->b_h);
     raw_free(r, &o, r->b_h);

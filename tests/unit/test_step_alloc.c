@@ -9,6 +9,8 @@
  * a model that upcasts its logits itself (transformers before 4.46) takes a segment for its
  * 16-bit logits beside those of the fp32 logits and their shifted copy; --loss fused keeps
  * the fp32 logits-sized block measured on FOAK's runs in the cache, where there is room;
+ * FOAK's fused LoRA drops out q/k/v's and o's inputs in a checkpointed layer's forward (a
+ * mask's segment and three copies), and its layer inputs then take those blocks;
  * near the capacity the allocator frees its cache and retries, and a job that cannot fit is
  * judged so; a replay remembered or answered from the one without a limit is the replay
  * run; where the replay does not apply (inference, engines, --fragmentation given,
@@ -97,6 +99,11 @@ static void test_requested_peak_is_peak_allocated(void **state)
                          "bf16 --transformers-version 4.45.2"},
         {"falcon-rw-1b", "--train --batch 2 --seq 2048 --grad-checkpointing full --lora "
                          "--transformers-version 4.45.2"},
+        {"mistral-7b", "--train --batch 4 --seq 4096 --grad-checkpointing full --qlora "
+                       "--lora-dropout 0.1 --fused-kernels rms_norm,rope,lora"},
+        {"mistral-7b", "--train --batch 4 --seq 4096 --grad-checkpointing full --quant gptq "
+                       "--lora --precision fp16-mixed --lora-dropout 0.1 --fused-kernels "
+                       "rms_norm,rope,lora"},
     };
     int bad = 0;
     (void)state;
@@ -1006,6 +1013,65 @@ static void test_where_it_does_not_apply(void **state)
     assert_false(est->replay.used);
 }
 
+/* FOAK's fused LoRA in a checkpointed layer's forward (no_grad): matmul_lora drops out the
+ * input of each of q, k, v and o (PyTorch's dropout allocates a bool mask of the input's
+ * shape, then the copy, and drops the mask) and the copies live until LoRA_QKV / LoRA_W
+ * return.  With lora_dropout the first layer's forward takes a segment of the mask's size,
+ * tokens x hidden bytes, and segments for three hidden-sized copies beside q, k and v;
+ * without dropout there is no mask.  The copies' blocks are then free for the layer
+ * inputs the later layers keep, so at 32 x 4096 tokens on an A100-80GB the Mistral-7B QLoRA
+ * job (fms-acceleration a100_80gb_liger.csv row 116, which ran at 76.4 GiB on the device)
+ * replays without running out of memory: the forward no longer splits every 3.5 GiB MLP
+ * segment for three 1 GiB inputs. */
+struct layer1_segs {
+    uint64_t mask;  /* the request that is the mask's size */
+    bool mask_seen; /* a segment made for it */
+    uint64_t bytes; /* of the segments layer 1's forward makes */
+};
+
+static void layer1_segment(void *ctx, const struct gm_est_replay_segment *seg)
+{
+    struct layer1_segs *t = ctx;
+    if (seg->pass || seg->step || seg->at != GM_EST_AT_FORWARD || seg->layer != 1)
+        return;
+    if (seg->request == t->mask)
+        t->mask_seen = true;
+    t->bytes += seg->bytes;
+}
+
+static void test_fused_lora_dropout_forward(void **state)
+{
+    static const char *const job = "--train --batch 4 --seq 4096 --grad-checkpointing full "
+                                   "--transformers-version 4.45.2 --gpu A100-80GB --qlora "
+                                   "--lora-rank 16 --lora-targets q,k,v,o --adapter-dtype fp32 "
+                                   "--no-fp32-upcast --loss fused --loss-impl unsloth "
+                                   "--fused-kernels rms_norm,rope,lora --lora-dropout";
+    const uint64_t tokens = 4 * 4096, hidden = 4096;
+    struct layer1_segs with = {.mask = tokens * hidden}, without = {.mask = tokens * hidden};
+    char settings[512];
+    (void)state;
+    snprintf(settings, sizeof settings, "%s 0.1", job);
+    run_traced("mistral-7b", settings, &est, layer1_segment, &with);
+    snprintf(settings, sizeof settings, "%s 0", job);
+    run_traced("mistral-7b", settings, &est, layer1_segment, &without);
+    assert_true(with.mask_seen);
+    assert_false(without.mask_seen);
+    /* new segments for the mask and the three dropped-out copies of q, k and v's input (2 B
+     * an element): nothing of that size is free in the first layer */
+    assert_true(with.bytes >= without.bytes + tokens * hidden + 3 * tokens * hidden * 2);
+
+    run("mistral-7b",
+        "--train --batch 32 --seq 4096 --grad-checkpointing full "
+        "--transformers-version 4.45.2 --gpu A100-80GB --qlora --lora-rank 16 "
+        "--lora-targets q,k,v,o --lora-dropout 0.1 --adapter-dtype fp32 "
+        "--no-fp32-upcast --loss fused --loss-impl unsloth --fused-kernels "
+        "rms_norm,rope,lora",
+        &est);
+    assert_false(est->replay.oom);
+    assert_true(est->replay.reserved_peak <= est->replay.capacity_bytes);
+    assert_int_not_equal(est->fit.verdict, GM_VERDICT_DOES_NOT_FIT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1031,6 +1097,7 @@ int main(void)
         cmocka_unit_test(test_model_upcast_loss_segments),
         cmocka_unit_test(test_loss_cache_block),
         cmocka_unit_test(test_loss_cache_block_foak_only),
+        cmocka_unit_test(test_fused_lora_dropout_forward),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
