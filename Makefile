@@ -66,7 +66,6 @@ bench: build
 	@st=0; \
 	python3 bench/estimate_bench.py $(BUILD)/gpumem $(BUILD)/bench || st=1; \
 	sh bench/snapshot.sh $(BUILD)/gpumem $(BUILD)/bench $(BENCH_SIZES) || st=1; \
-	python3 bench/python_snapshot.py $(BUILD) $(BENCH_SIZES) || st=1; \
 	sh bench/validation.sh $(BUILD)/gpumem || st=1; \
 	sh bench/account.sh $(BUILD) || st=1; \
 	sh bench/ranks.sh $(BUILD)/gpumem || st=1; \

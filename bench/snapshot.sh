@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# snapshot.sh GPUMEM BENCH_DIR [SIZE...] - every gpumem snapshot command, the two floors and
-# Python's pickle.load on synthetic snapshots generated at bench time (default 100M and 1G;
-# Python then needs about 30 s and 8.5 GB per GB of file).  See snapshot_bench.py.
+# snapshot.sh GPUMEM BENCH_DIR [SIZE...] - every gpumem snapshot command, the two floors,
+# gpumem's Python package and Python's pickle.load on synthetic snapshots generated at bench
+# time (default 100M and 1G; pickle.load and the reference then need about 30 to 60 s and
+# 6 to 8.5 GB each per GB of file).  See snapshot_bench.py.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 gpumem=${1:-$here/../build/gpumem}

@@ -438,14 +438,31 @@ static bool resolve_device(struct snapshot_obj *s, PyObject *arg, int32_t *out)
         *out = s->snap->devices[0].index;
         return true;
     }
-    const struct gm_analysis *an = analysis_of(s);
-    if (!an)
-        return false;
-    size_t best = 0;
-    for (size_t i = 1; i < an->n_devices; i++)
-        if (an->devices[i].peak_bytes > an->devices[best].peak_bytes)
-            best = i;
-    *out = an->devices[best].device;
+    if (s->an) { /* the analysis kept with the object has the figure */
+        size_t best = 0;
+        for (size_t i = 1; i < s->an->n_devices; i++)
+            if (s->an->devices[i].peak_bytes > s->an->devices[best].peak_bytes)
+                best = i;
+        *out = s->an->devices[best].device;
+        return true;
+    }
+    /* else each device's timeline (folded while the file was read: no walk of the trace),
+     * not a whole analysis for the one figure it compares (gm_analysis_device.peak_bytes is
+     * the timeline's, the devices in the same order) */
+    uint64_t best = 0;
+    for (size_t i = 0; i < s->snap->n_devices; i++) {
+        struct gm_snapshot_timeline tl;
+        struct gm_error err;
+        if (gm_snapshot_timeline(s->snap, s->snap->devices[i].index, 0, &tl, &err) != GM_OK) {
+            raise_gm(&err, s->path);
+            return false;
+        }
+        if (i == 0 || tl.peak_bytes > best) {
+            best = tl.peak_bytes;
+            *out = s->snap->devices[i].index;
+        }
+        gm_snapshot_timeline_release(&tl);
+    }
     return true;
 }
 

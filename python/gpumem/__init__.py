@@ -116,7 +116,8 @@ class Snapshot(_core.Snapshot):
 
       peak()        the device's entry of `gpumem snapshot peak --json`: peak_bytes,
                     peak_event_index, peak_time_us, the reserved figures, first_oom and
-                    live_at_peak (what is alive there, grouped by stack, with its frames)
+                    live_at_peak (what is alive there, grouped by stack, with its frames);
+                    the peak alone, unless phase=True (its phase and iteration too)
       categories()  {'parameter': bytes, 'activation': bytes, ...} alive at the peak (the
                     at_peak of `categories --json`, whose entry also has peak_phase and
                     peak_iteration: json("categories"))
@@ -177,9 +178,18 @@ class Snapshot(_core.Snapshot):
                 return d
         raise ValueError("the snapshot has no device %d" % index)
 
-    def peak(self, device=None):
-        """The peak of one device: its entry of `gpumem snapshot peak --json`."""
-        return self._entry("peak", device)
+    def peak(self, device=None, *, phase=False):
+        """The peak of one device: its entry of `gpumem snapshot peak --json`, computed alone
+        (no analysis is run for it: the timeline folded while the file was read, or the
+        analysis when one already ran).  phase=True adds the phase and iteration the peak
+        falls in, 'peak_phase' and 'peak_iteration' of json("categories"), which runs the
+        analysis (kept with the object, as categories() runs it)."""
+        entry = self._entry("peak", device)
+        if phase:
+            cats = self._entry("categories", device)
+            entry["peak_phase"] = cats["peak_phase"]
+            entry["peak_iteration"] = cats["peak_iteration"]
+        return entry
 
     def categories(self, device=None):
         """Bytes alive at the peak per category (gpumem.CATEGORIES order)."""

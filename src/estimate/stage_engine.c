@@ -344,6 +344,48 @@ static bool vllm_gptq_marlin(const struct est_ctx *cx)
     return k == GM_QKERNEL_MARLIN || (k == GM_QKERNEL_AUTO && vllm_marlin_gpu(cx));
 }
 
+/* PyTorch's cuBLAS workspace on one GPU: cuBLAS gets it from the caching allocator the first
+ * time a handle runs on a stream (getCurrentCUDABlasHandle -> setWorkspaceForHandle ->
+ * getNewWorkspace: "CUDACachingAllocator::get()->allocate(getChosenWorkspaceSize())"), and it
+ * stays for the life of the process; its size, without CUBLAS_WORKSPACE_CONFIG, is ":4096:2:16:8"
+ * (2 x 4096 KiB + 8 x 16 KiB) and 32 MiB on compute capability 9.0 ("32MiB for Hopper",
+ * parseChosenWorkspaceSize, aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a3905; the Hopper
+ * default since pytorch/pytorch PR #89027, PyTorch 2.0).  A GPU of unknown compute capability
+ * takes the smaller default. */
+uint64_t est_vllm_cublas_workspace_bytes(const struct est_ctx *cx)
+{
+    return cx->job->gpu.sm == 90 ? 32 * GM_MIB : 2 * 4096 * 1024 + 8 * 16 * 1024;
+}
+
+/* Whether the profile run's decoder layers make cuBLAS calls, so the workspace
+ * (est_vllm_cublas_workspace_bytes) is allocated at the first layer's first GEMM and lives
+ * through the forward's peak: 16-bit linears (unquantised weights, or roles the scheme keeps in
+ * 16 bit, gm_quant_kept_roles: MXFP4's attention), bitsandbytes (dequantise, then matmul), the
+ * plain GPTQ kernel above 50 rows (4-bit; 24 at 8 bits: "MAX_Q_GEMM_ROWS 50", the weight is
+ * reconstructed and cublasHgemm runs, csrc/quantization/gptq/q_gemm.cu @ 6ab6cdd) and plain AWQ
+ * from 256 tokens (vllm_awq_plain).  Otherwise (Marlin, FP8, int and FP4 kernels) the first
+ * cuBLAS call is the 16-bit lm_head's, after the forward, so the workspace joins the sampler's
+ * peak only. */
+static bool vllm_layers_blas(const struct est_ctx *cx, uint64_t tokens)
+{
+    const struct gm_quant *q = cx->quant;
+    if (!q || q->method == GM_QUANT_NONE ||
+        (gm_quant_kept_roles(q) & ((1u << GM_ROLE_ATTENTION) | (1u << GM_ROLE_MLP))))
+        return true;
+    switch (q->method) {
+    case GM_QUANT_BNB_INT8:
+    case GM_QUANT_BNB_NF4:
+    case GM_QUANT_BNB_FP4:
+        return true;
+    case GM_QUANT_GPTQ:
+        return !vllm_gptq_marlin(cx) && tokens > (q->bits == 8 ? 24u : 50u);
+    case GM_QUANT_AWQ:
+        return vllm_awq_plain(cx) && tokens >= 256;
+    default:
+        return false;
+    }
+}
+
 /* What --quant-kernel means to vLLM, which runs a GPTQ or AWQ checkpoint through Marlin
  * (awq_marlin, gptq_marlin: "get_min_capability ... return 80", vllm/model_executor/layers/
  * quantization/awq_marlin.py @ 0322f29) by itself from compute capability 8.0, or, for AWQ,
@@ -1088,15 +1130,18 @@ enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm
  * the others print more KV memory available.  0 where every rank samples (V1, one GPU,
  * pipeline stages). */
 static uint64_t vllm_worker_peak(const struct gm_job *j, const struct gm_model *m,
-                                 enum vllm_era era, uint64_t tokens, uint64_t seqs)
+                                 enum vllm_era era, uint64_t tokens, uint64_t seqs, uint64_t ws,
+                                 bool blas)
 {
     uint64_t t = j->parallel.tp, fwd, shard, head;
     uint32_t v = j->stack.vllm;
     if (!vllm_era_v0(era) || (v && v < GM_VERSION(0, 2, 7)) || t < 2 || j->parallel.pp > 1)
         return 0;
-    fwd = profile_activations(m, tokens, t);
+    /* the worker's own cuBLAS workspace (est_vllm_cublas_workspace_bytes): from its first
+     * layer's GEMM, or from its lm_head shard's ('blas' as vllm_layers_blas) */
+    fwd = gm_add_sat(profile_activations(m, tokens, t), blas ? ws : 0);
     shard = gm_mul_sat(gm_mul_sat(seqs, est_div_up(est_div_up(m->vocab, 64) * 64, t)), 2);
-    head = gm_add_sat(gm_mul_sat(gm_mul_sat(tokens, m->hidden), 2), shard);
+    head = gm_add_sat(gm_add_sat(gm_mul_sat(gm_mul_sat(tokens, m->hidden), 2), shard), ws);
     return fwd > head ? fwd : head;
 }
 
@@ -1114,8 +1159,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
              graphs, per_token, T, kv_heads, need, pool, layers, ca, logged,
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
-             graph_largest = 0, graph_full = 0;
+             graph_largest = 0, graph_full = 0, ws;
     unsigned kvb100, per_logit;
+    bool blas;
     enum vllm_sampler sampler_kind;
     enum gm_dtype kvt;
     char note[GM_EST_NOTE_MAX];
@@ -1198,12 +1244,20 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), per_logit);
     sv->sampler_bytes = sampler;
     /* the sampler runs after the forward (whose intermediates are freed by then): the peak
-     * is the larger of the forward's and the sampler's over the hidden states it leaves */
+     * is the larger of the forward's and the sampler's over the hidden states it leaves.  Both
+     * hold PyTorch's cuBLAS workspace, allocated in the profile run and so inside the peak
+     * vLLM measures, where the layers make cuBLAS calls; else from the lm_head's GEMM, before
+     * the sampler (vllm_layers_blas) */
     hidden_bytes = gm_mul_sat(gm_mul_sat(T, m->hidden), 2);
-    if (gm_add_sat(sampler, hidden_bytes) > act)
-        act = hidden_bytes;
-    else
+    ws = est_vllm_cublas_workspace_bytes(cx);
+    blas = vllm_layers_blas(cx, T);
+    if (gm_add_sat(gm_add_sat(sampler, hidden_bytes), blas ? 0 : ws) > act) {
+        act = gm_add_sat(hidden_bytes, ws);
+    } else {
         sampler = 0;
+        if (blas)
+            act = gm_add_sat(act, ws);
+    }
     /* a multimodal model's dummy encoder outputs stay through both */
     if (m->vision.kind != GM_VISION_NONE && !vllm_era_v0(era))
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
@@ -1262,7 +1316,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if (era == VLLM_V1_GRAPHS)
         need = gm_add_sat(need, graphs);
     pool = budget > need ? budget - need : 0;
-    sv->worker_activation_peak_bytes = vllm_worker_peak(j, m, era, T, seqs);
+    sv->worker_activation_peak_bytes = vllm_worker_peak(j, m, era, T, seqs, ws, blas);
     if (sv->worker_activation_peak_bytes) {
         uint64_t wneed = gm_add_sat(gm_add_sat(w, sv->worker_activation_peak_bytes), logged);
         sv->worker_kv_available_bytes = budget > wneed ? budget - wneed : 0;
@@ -1273,10 +1327,16 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->kv_tokens_logged =
         est_vllm_tokens_logged(m, t, pp, kvb100, pool, bs, sv->kv_tokens, j->stack.vllm);
     engine_weights(cx, w, t, pp > 1);
-    if (act == hidden_bytes && sampler)
+    if (sampler)
         snprintf(note, sizeof note,
-                 "profile run: the hidden states of %llu batched tokens, kept while sampling",
-                 (unsigned long long)T);
+                 "profile run: the hidden states of %llu batched tokens, kept while sampling, and "
+                 "%.1f MiB of cuBLAS workspace",
+                 (unsigned long long)T, (double)ws / (double)GM_MIB);
+    else if (blas)
+        snprintf(note, sizeof note,
+                 "profile run: %llu batched tokens through one layer, 16-bit, and %.1f MiB of "
+                 "cuBLAS workspace",
+                 (unsigned long long)T, (double)ws / (double)GM_MIB);
     else
         snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
                  (unsigned long long)T);

@@ -99,6 +99,57 @@ class SnapshotAgreesWithCli(TempDir):
             gpumem.Snapshot(path, memory_limit=hi).categories()
         self.assertIn("the analysis of device 0", str(cm.exception))
 
+    @needs("third-party-data")
+    def test_the_default_device_is_the_largest_peak(self):
+        # Without device=, the methods read the device with the largest allocated peak (the
+        # first of equal ones), chosen from the devices' timelines; peak() is that device's
+        # entry of `snapshot peak --json`, and peak(phase=True) adds the phase and iteration
+        # of its entry of `snapshot categories --json`.
+        for name in ("g5_tiny_2dev_expandable.pickle", "g6_compile_ctx_3dev_expandable_oom.pickle",
+                     "g5_empty_no_segments_4dev.pickle"):
+            path = os.path.join(SNAPSHOTS, name)
+            with self.subTest(file=name):
+                peaks = gpumem_json("snapshot", "peak", "--json", path)["devices"]
+                want = max(peaks, key=lambda d: d["peak_bytes"])  # max() keeps the first of ties
+                self.assertEqual(gpumem.Snapshot(path).peak(), want)
+                cats = gpumem_json("snapshot", "categories", "--json", path)["devices"]
+                cat = [d for d in cats if d["device"] == want["device"]][0]
+                got = gpumem.Snapshot(path).peak(phase=True)
+                self.assertEqual((got["peak_phase"], got["peak_iteration"]),
+                                 (cat["peak_phase"], cat["peak_iteration"]))
+                self.assertEqual({k: v for k, v in got.items() if k not in ("peak_phase", "peak_iteration")},
+                                 want)
+
+    @needs("shared-tools")
+    def test_peak_alone_on_several_devices(self):
+        # peak() of a file with several devices computes the peak alone, without the whole
+        # analysis that categories() runs (to choose the device it used to run it): under the
+        # least memory limit at which peak() succeeds, categories() does not fit.
+        path = self.path("two.pickle")
+        run(SYNTH, "--target-size", "3M", "--seed", "3", "--devices", "2", "-o", path, "--quiet")
+        want = max(gpumem_json("snapshot", "peak", "--json", path)["devices"], key=lambda d: d["peak_bytes"])
+
+        def peak_under(limit):
+            try:
+                return gpumem.Snapshot(path, memory_limit=limit).peak()
+            except gpumem.FormatError as e:
+                self.assertIn("limit", str(e))  # loading or analysing over the limit
+                return None
+
+        lo, hi = 64 << 10, 256 << 20  # peak() fails at lo and succeeds at hi
+        self.assertIsNone(peak_under(lo))
+        self.assertEqual(peak_under(hi), want)
+        while hi - lo > 16 << 10:
+            mid = (lo + hi) // 2
+            if peak_under(mid) is None:
+                lo = mid
+            else:
+                hi = mid
+        self.assertEqual(peak_under(hi), want)
+        with self.assertRaises(gpumem.FormatError) as cm:
+            gpumem.Snapshot(path, memory_limit=hi).categories()
+        self.assertIn("the analysis of device", str(cm.exception))
+
     def test_methods_read_the_documents(self):
         path = example_snapshot(self.path("ex.pickle"))
         s = gpumem.Snapshot(path)

@@ -37,6 +37,10 @@ static bool assumed(const struct gm_estimate *e, const char *text)
     return false;
 }
 
+/* PyTorch's default cuBLAS workspace (CUBLAS_WORKSPACE_CONFIG ":4096:2:16:8", and 32 MiB on
+ * compute capability 9.0: parseChosenWorkspaceSize, aten/src/ATen/cuda/CublasHandlePool.cpp) */
+static const uint64_t ws_default = 2 * 4096 * 1024 + 8 * 16 * 1024, ws_hopper = 32 * GM_MIB;
+
 /* --gpus N with vLLM or SGLang: one copy over N GPUs; --replicas makes copies. */
 static void test_gpus_are_tensor_parallel(void **state)
 {
@@ -254,7 +258,9 @@ static void test_vllm_awq_plain_kernel(void **state)
              &j);
     run(&j, &est);
     assert_int_equal(est->serving.max_num_batched_tokens, T);
-    assert_int_equal(est->serving.activation_peak_bytes, dq);
+    /* the dequantised weight's torch.matmul runs cuBLAS: its workspace is in the peak (no
+     * compute capability known at 23.99 GiB: the default size) */
+    assert_int_equal(est->serving.activation_peak_bytes, dq + ws_default);
     assert_true(assumed(est, "vLLM's plain AWQ kernel"));
     gm_estimate_free(est);
     est = NULL;
@@ -721,16 +727,65 @@ static void test_vllm_profile_forward_peak(void **state)
 {
     (void)state;
     /* V0 at 20000 positions pushes 20000 tokens through: 2.06 GiB, above its sampler (so no
-     * logits component beside it) */
+     * logits component beside it), with PyTorch's cuBLAS workspace of an RTX 3090 (8.125 MiB)
+     * that the first layer's first GEMM allocates */
     assert_int_equal(activations_of("llama-3.1-8b",
                                     "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 "
                                     "--max-model-len 20000"),
-                     20000ull * (3 * 14336 + 3 * 4096) * 2);
-    /* tensor parallelism splits the MLP, not the three hidden-sized tensors */
+                     20000ull * (3 * 14336 + 3 * 4096) * 2 + ws_default);
+    /* tensor parallelism splits the MLP, not the three hidden-sized tensors; an H100's
+     * workspace is 32 MiB */
     assert_int_equal(activations_of("llama-3.1-70b",
                                     "--infer --engine vllm --vllm-version 0.6.4 --gpu H100 "
                                     "--gpus 2 --max-model-len 20000"),
-                     20000ull * (3 * 28672 / 2 + 3 * 8192) * 2);
+                     20000ull * (3 * 28672 / 2 + 3 * 8192) * 2 + ws_hopper);
+}
+
+/* PyTorch gives cuBLAS its workspace from the caching allocator at a process's first GEMM
+ * (getNewWorkspace, aten/src/ATen/cuda/CublasHandlePool.cpp), in vLLM's profile run: the peak
+ * vLLM measures holds it, 32 MiB on compute capability 9.0, else 8.125 MiB.  Checks its size
+ * by GPU, and where it joins the peak: from the first layer where the layers run cuBLAS (16-bit
+ * weights), from the lm_head's GEMM where they do not (GPTQ through Marlin), so a forward that
+ * outweighs the sampler holds it only in the first case. */
+static void test_vllm_cublas_workspace(void **state)
+{
+    struct gm_job j;
+    struct est_ctx cx;
+    const char *one_seq = "--infer --engine vllm --vllm-version 0.6.5 --gpu A100-80GB "
+                          "--max-model-len 2048 --max-num-seqs 1";
+    char args[256];
+    uint64_t fwd, q16, qgptq;
+    (void)state;
+    memset(&cx, 0, sizeof cx);
+    cx.job = &j;
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu H100", &j);
+    assert_int_equal(est_vllm_cublas_workspace_bytes(&cx), ws_hopper);
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_cublas_workspace_bytes(&cx), ws_default);
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu T4", &j);
+    assert_int_equal(est_vllm_cublas_workspace_bytes(&cx), ws_default);
+    job_make("llama-3.1-8b", "--infer --engine vllm --gpu-memory 79.25", &j); /* no cc known */
+    assert_int_equal(est_vllm_cublas_workspace_bytes(&cx), 8519680);
+
+    /* Phi-4 at 2048 tokens and one sequence: the forward is the peak.  16-bit: + the workspace */
+    fwd = 2048ull * (3 * 17920 + 3 * 5120) * 2;
+    q16 = activations_of("microsoft/phi-4", one_seq);
+    assert_int_equal(q16, fwd + ws_default);
+    /* GPTQ 4-bit through Marlin: no cuBLAS in the layers, the workspace comes after the peak */
+    snprintf(args, sizeof args, "%s --quant gptq", one_seq);
+    qgptq = activations_of("microsoft/phi-4", args);
+    assert_int_equal(qgptq, fwd);
+    /* with 256 sequences the sampler (after the lm_head's GEMM) is the peak, and holds it */
+    job_make("microsoft/phi-4",
+             "--infer --engine vllm --quant gptq --vllm-version 0.6.5 --gpu A100-80GB "
+             "--max-model-len 2048",
+             &j);
+    run(&j, &est);
+    assert_true(est->serving.sampler_bytes > 0);
+    assert_int_equal(est->serving.activation_peak_bytes,
+                     est->serving.sampler_bytes + 2048ull * 5120 * 2 + ws_default);
+    gm_estimate_free(est);
+    est = NULL;
 }
 
 /* The profile peak vLLM's non-sampling workers print for 'model' served with 'args' (0 where
@@ -771,7 +826,7 @@ static void test_vllm_v0_workers_without_sampler(void **state)
              &j);
     run(&j, &est);
     sv = &est->serving;
-    forward = 2048ull * (3 * 13824 / 2 + 3 * 5120) * 2;
+    forward = 2048ull * (3 * 13824 / 2 + 3 * 5120) * 2 + ws_default; /* with its own workspace */
     assert_int_equal(sv->worker_activation_peak_bytes, forward);
     assert_true(forward > 2048ull * 5120 * 2 + 256ull * 152064 / 2 * 2);
     assert_int_equal(sv->worker_kv_available_bytes,
@@ -792,7 +847,7 @@ static void test_vllm_v0_workers_without_sampler(void **state)
                                     "--infer --engine vllm --vllm-version 0.6.4 --gpu A100-80GB "
                                     "--gpus 2 --max-model-len 512 --max-num-batched-tokens 512 "
                                     "--max-num-seqs 512"),
-                     shard + 512ull * 1536 * 2);
+                     shard + 512ull * 1536 * 2 + ws_default);
     /* V1 (0.8 on) samples on every rank; a single GPU has no worker beside the driver */
     assert_int_equal(
         worker_peak_of("qwen2.5-14b",
@@ -872,7 +927,7 @@ static void test_vllm_profile_run_by_version_and_gpu(void **state)
     assert_int_equal(vocab, 128256);
     assert_int_equal(est->serving.sampler_bytes, 1024 * vocab * 38);
     assert_int_equal(est->serving.activation_peak_bytes,
-                     1024 * vocab * 38 + 8192ull * j.model.model->hidden * 2);
+                     1024 * vocab * 38 + 8192ull * j.model.model->hidden * 2 + ws_hopper);
     assert_int_equal(est->serving.max_num_seqs, 1024);
     gm_estimate_free(est);
     est = NULL;
@@ -1735,6 +1790,7 @@ int main(void)
         cmocka_unit_test(test_vllm_awq_plain_kernel),
         cmocka_unit_test(test_vllm_quant_kernel_choices),
         cmocka_unit_test(test_vllm_profile_forward_peak),
+        cmocka_unit_test(test_vllm_cublas_workspace),
         cmocka_unit_test(test_vllm_v0_workers_without_sampler),
         cmocka_unit_test(test_vllm_cuda_context_by_gpu),
         cmocka_unit_test(test_vllm_non_torch_by_version),
