@@ -28,7 +28,7 @@ static const est_stage_fn stages[] = {
 static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
                                struct gm_estimate *out, struct est_replay_memo **replays,
                                bool probe, gm_est_segment_fn trace, void *trace_ctx,
-                               struct gm_error *err)
+                               est_request_fn req_trace, void *req_ctx, struct gm_error *err)
 {
     struct est_ctx cx;
     enum gm_status st;
@@ -41,6 +41,8 @@ static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
     cx.bound = bound;
     cx.trace = trace;
     cx.trace_ctx = trace_ctx;
+    cx.req_trace = req_trace;
+    cx.req_trace_ctx = req_ctx;
     cx.replays = replays;
     cx.probe = probe;
     for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
@@ -54,7 +56,8 @@ static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
 /* The point estimate, then (with 'ends') the two ends of the range and the verdict over
  * it. */
 static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *out, bool ends,
-                                 gm_est_segment_fn fn, void *ctx, struct gm_error *err)
+                                 gm_est_segment_fn fn, void *ctx, est_request_fn req_fn,
+                                 void *req_ctx, struct gm_error *err)
 {
     struct gm_job j = *job;
     struct gm_est_store *store = out->store;
@@ -65,28 +68,30 @@ static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *o
     out->mode = j.mode;
     if ((st = gm_job_check(&j, err)) != GM_OK)
         return st;
-    if ((st = run_once(&j, EST_POINT, out, &store->replays, !ends, fn, ctx, err)) != GM_OK || !ends)
+    if ((st = run_once(&j, EST_POINT, out, &store->replays, !ends, fn, ctx, req_fn, req_ctx,
+                       err)) != GM_OK ||
+        !ends)
         return st;
     for (size_t k = 0; k < 2; k++)
         if (!store->ends[k] && !(store->ends[k] = est_new()))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     /* the ends run the same stages on the same job: they fail only where the point does */
-    if ((st = run_once(&j, EST_LOW, store->ends[0], &store->replays, false, NULL, NULL, err)) ==
-            GM_OK &&
-        (st = run_once(&j, EST_HIGH, store->ends[1], &store->replays, false, NULL, NULL, err)) ==
-            GM_OK)
+    if ((st = run_once(&j, EST_LOW, store->ends[0], &store->replays, false, NULL, NULL, NULL, NULL,
+                       err)) == GM_OK &&
+        (st = run_once(&j, EST_HIGH, store->ends[1], &store->replays, false, NULL, NULL, NULL, NULL,
+                       err)) == GM_OK)
         est_judge_range(out, store->ends[0], store->ends[1]);
     return st;
 }
 
 enum gm_status est_rerun(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err)
 {
-    return run_traced(job, e, true, NULL, NULL, err);
+    return run_traced(job, e, true, NULL, NULL, NULL, NULL, err);
 }
 
 enum gm_status est_run_point(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err)
 {
-    return run_traced(job, e, false, NULL, NULL, err);
+    return run_traced(job, e, false, NULL, NULL, NULL, NULL, err);
 }
 
 enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate **out,
@@ -100,7 +105,15 @@ enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estima
 {
     if (!*out && !(*out = est_new()))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
-    return run_traced(job, *out, true, fn, ctx, err);
+    return run_traced(job, *out, true, fn, ctx, NULL, NULL, err);
+}
+
+enum gm_status est_run_requests(const struct gm_job *job, struct gm_estimate **out,
+                                est_request_fn fn, void *ctx, struct gm_error *err)
+{
+    if (!*out && !(*out = est_new()))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
+    return run_traced(job, *out, true, NULL, NULL, fn, ctx, err);
 }
 
 static void keep_segment(void *ctx, const struct gm_est_replay_segment *seg)

@@ -102,6 +102,21 @@ static inline uint64_t est_div_up(uint64_t a, uint64_t b)
 /* Which end of the range one run of the pipeline computes (ranges: driver.c). */
 enum est_bound { EST_POINT = 0, EST_LOW, EST_HIGH };
 
+/* One tensor the step replay allocates or frees (est_run_requests(): tests read the op
+ * order through it). */
+struct est_replay_request {
+    bool alloc;                 /* allocated, else freed */
+    uint64_t bytes;             /* the tensor */
+    uint64_t live;              /* bytes of tensors live after it */
+    unsigned pass, step, layer; /* as in struct gm_est_replay_segment */
+    enum gm_est_replay_at at;
+};
+typedef void (*est_request_fn)(void *ctx, const struct est_replay_request *rq);
+/* gm_estimate_run() calling 'fn' for every tensor request and free of the point estimate's
+ * step replay (driver.c).  Same errors. */
+enum gm_status est_run_requests(const struct gm_job *job, struct gm_estimate **out,
+                                est_request_fn fn, void *ctx, struct gm_error *err);
+
 /* What the stages share for one run. */
 struct est_ctx {
     const struct gm_job *job;     /* resolved: derived defaults filled in */
@@ -121,6 +136,8 @@ struct est_ctx {
     uint64_t format_bytes;        /* the weights in that format, 0 when plain floats */
     gm_est_segment_fn trace;      /* the step replay's segments (point estimate only), or NULL */
     void *trace_ctx;
+    est_request_fn req_trace; /* the step replay's tensor requests (point estimate only) */
+    void *req_trace_ctx;
     struct est_replay_memo **replays; /* step replays already run (the point estimate's, shared
                                          with the ends of its range) */
     bool probe; /* est_run_point(): only the figures and the verdict are read */
@@ -324,6 +341,9 @@ uint64_t est_nccl_bytes(struct est_ctx *cx);
 
 /* ---- step_alloc.c: peak reserved from the step's allocation sequence ---- */
 
+/* Whether the step replay runs a checkpointed layer's forward op by op (forward_layer() in
+ * step_alloc.c: full checkpointing of every layer, not compiled); else by width. */
+bool est_replay_forward_ops(const struct gm_job *job);
 /* Whether peak reserved comes from the replay: training with PyTorch's caching allocator,
  * the arch method, a model with layers, no pipeline stages, --fragmentation not given. */
 bool est_step_replay_applies(const struct est_ctx *cx);
@@ -577,8 +597,17 @@ bool est_precision_autocast(enum gm_precision p);
 /* Bytes per element of LoRA adapters: --adapter-dtype, else fp32 (PEFT's
  * autocast_adapter_dtype) unless --precision bf16. */
 unsigned est_adapter_bytes(const struct gm_job *job);
+/* The frozen base under a LoRA adapter, as far as fused LoRA and the replay's linears care:
+ * plain floats (or no adapter), bitsandbytes 4-bit (--qlora), or GPTQ (--quant gptq or a
+ * GPTQ checkpoint) (stage_adapters.c). */
+/* --lora-targets' short name of one enum gm_lora_target flag ("q", ..., "down", "qkv");
+ * "unknown" otherwise (job.c, beside the parser). */
+const char *est_lora_target_name(unsigned t);
+enum est_lora_base { EST_LORA_BASE_PLAIN, EST_LORA_BASE_BNB4, EST_LORA_BASE_GPTQ };
+enum est_lora_base est_lora_base(const struct gm_job *job);
 /* Whether unsloth's fused LoRA autograd functions (FOAK fused_lora) run the adapter of LoRA
- * target 't' (one enum gm_lora_target flag) in 'job' (stage_adapters.c). */
+ * target 't' (one enum gm_lora_target flag) in 'job': only on a bitsandbytes or GPTQ base
+ * (stage_adapters.c). */
 bool est_fused_lora_runs(const struct gm_job *job, unsigned t);
 /* Bytes per parameter of a frozen base's parameters that are not quantised (embeddings,
  * lm_head, norms): fp32 with QLoRA's fp32 upcast or --precision fp32, else 16-bit. */

@@ -530,6 +530,17 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
         gm_json_key(w, "lora");
         gm_json_begin_object(w);
         gm_json_kv_u64(w, "rank", j->memory.lora.rank);
+        gm_json_kv_double(w, "dropout", j->memory.lora.dropout);
+        /* the targets (--lora-targets' short names) and those unsloth's fused functions run
+         * (est_fused_lora_runs(): the replay's dropout masks and copies follow them) */
+        for (int fused = 0; fused < 2; fused++) {
+            gm_json_key(w, fused ? "fused_targets" : "targets");
+            gm_json_begin_array(w);
+            for (unsigned t = GM_LORA_Q; t <= GM_LORA_QKV; t <<= 1)
+                if ((j->memory.lora.targets & t) && (!fused || est_fused_lora_runs(j, t)))
+                    gm_json_str(w, est_lora_target_name(t));
+            gm_json_end_array(w);
+        }
         gm_json_kv_u64(w, "trainable_parameters", e->lora.trainable_params);
         gm_json_kv_u64(w, "frozen_parameters", e->lora.frozen_params);
         gm_json_kv_u64(w, "frozen_weight_bytes", e->lora.base_weight_bytes);

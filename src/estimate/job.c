@@ -147,6 +147,30 @@ static enum gm_status set_qlora(struct gm_job *j, const union gm_job_value *v, s
     return GM_OK;
 }
 
+const char *est_lora_target_name(unsigned t)
+{
+    switch (t) {
+    case GM_LORA_Q:
+        return "q";
+    case GM_LORA_K:
+        return "k";
+    case GM_LORA_V:
+        return "v";
+    case GM_LORA_O:
+        return "o";
+    case GM_LORA_GATE:
+        return "gate";
+    case GM_LORA_UP:
+        return "up";
+    case GM_LORA_DOWN:
+        return "down";
+    case GM_LORA_QKV:
+        return "qkv";
+    default:
+        return "unknown";
+    }
+}
+
 enum gm_status gm_lora_targets_parse(const char *s, unsigned *out, struct gm_error *err)
 {
     static const struct {
@@ -793,8 +817,8 @@ static const struct gm_job_setting settings[] = {
              GM_ENGINE_NONE, memory.activation_offload),
     [EST_SET_FUSED_KERNELS] =
         TEXT_FN("fused-kernels", "LIST",
-                "rms_norm,swiglu,rope or liger (all three), lora (unsloth's fused LoRA): fused "
-                "kernels",
+                "rms_norm,swiglu,rope or liger (all three), lora (FOAK's fused LoRA: --qlora or "
+                "--quant gptq base): fused kernels",
                 TRAIN, set_fused),
     [EST_SET_COMPILE] = FLAG("compile", "torch.compile (the partitioner's saved set, approximate)",
                              TRAIN, GM_ENGINE_NONE, memory.compile),
@@ -1852,6 +1876,22 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
             return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                            "--%s applies to --method arch (the blog formula has no such term)",
                            settings[arch_only[i]].name);
+    /* FOAK fuses LoRA only on a quantised base (fms-acceleration 733992a
+     * plugins/fused-ops-and-kernels framework_plugin_fast_kernels.py: "fused_lora" is omitted
+     * where the model has no quantization_method; base_layer "auto_gptq" or "bitsandbytes"),
+     * and runs under HF Trainer / accelerate with FSDP or DDP: the same file's callbacks handle
+     * FSDP only, and LoRA_QKV / LoRA_W multiply the whole dequantised weight (no tensor
+     * parallelism) */
+    if (mem->fused_kernels & GM_FUSED_LORA) {
+        if (est_lora_base(j) == EST_LORA_BASE_PLAIN)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--fused-kernels lora: FOAK fuses LoRA only on a bitsandbytes "
+                           "(--qlora) or GPTQ (--quant gptq) base");
+        if (j->parallel.tp > 1)
+            return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
+                           "--fused-kernels lora: FOAK's fused LoRA has no tensor parallelism "
+                           "(--tp above 1)");
+    }
     if (mem->optimizer_in_backward) {
         /* torchtune's recipes assert both; DeepSpeed steps its own partitions */
         if (j->workload.grad_accum > 1)

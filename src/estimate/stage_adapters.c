@@ -94,18 +94,31 @@ static uint64_t opt_state_per_param(enum gm_optimizer o, unsigned sb)
     }
 }
 
+enum est_lora_base est_lora_base(const struct gm_job *j)
+{
+    const struct gm_quant *q = est_job_quant(j);
+    if (j->memory.adapter == GM_ADAPTER_NONE)
+        return EST_LORA_BASE_PLAIN;
+    if (j->memory.adapter == GM_ADAPTER_QLORA)
+        return EST_LORA_BASE_BNB4;
+    return q && q->method == GM_QUANT_GPTQ ? EST_LORA_BASE_GPTQ : EST_LORA_BASE_PLAIN;
+}
+
 /* Whether unsloth's fused LoRA functions run the adapter of target 't' of a job: the job
- * asks for them (--fused-kernels lora) and fms-acceleration's FOAK rules
- * (plugins/fused-ops-and-kernels models/llama.py, mistral.py, mixtral.py at 733992a,
+ * asks for them (--fused-kernels lora) on a base FOAK fuses, and fms-acceleration's FOAK
+ * rules (plugins/fused-ops-and-kernels models/llama.py, mistral.py, mixtral.py at 733992a,
  * trigger_fused_ops in models/utils.py) replace q, k and v together when all three are LoRA
- * layers (LoRA_QKV) and o alone (LoRA_W).  Their LoRA_MLP (the MLP's three together) also
- * changes what the MLP itself saves, which is not modelled: MLP adapters are counted as PEFT
- * runs them. */
+ * layers (LoRA_QKV) and o alone (LoRA_W).  FOAK fuses only on a quantised base:
+ * framework_plugin_fast_kernels.py at 733992a omits "fused_lora" where the model has no
+ * quantization_method, and its base_layer is "auto_gptq" or "bitsandbytes" (4-bit: the bnb
+ * functions dequantise with fast_dequantize).  Their LoRA_MLP (the MLP's three together)
+ * also changes what the MLP itself saves, which is not modelled: MLP adapters are counted
+ * as PEFT runs them. */
 bool est_fused_lora_runs(const struct gm_job *j, unsigned t)
 {
     const unsigned qkv = GM_LORA_Q | GM_LORA_K | GM_LORA_V;
     unsigned targets = j->memory.lora.targets;
-    if (j->memory.adapter == GM_ADAPTER_NONE || !(j->memory.fused_kernels & GM_FUSED_LORA) ||
+    if (est_lora_base(j) == EST_LORA_BASE_PLAIN || !(j->memory.fused_kernels & GM_FUSED_LORA) ||
         !(targets & t))
         return false;
     if (t & qkv)

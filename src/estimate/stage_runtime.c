@@ -545,6 +545,16 @@ enum gm_status est_stage_runtime(struct est_ctx *cx, struct gm_error *err)
         }
         e->replay.floor = floor_binds;
         replay_note(e, floor_binds);
+        if (est_replay_forward_ops(j))
+            est_assume(e, "step replay, checkpointed forward: op by op, each tensor freed when "
+                          "the code drops its last reference (an approximation of HF's forward: "
+                          "ops' own temporaries left out)");
+        if (est_fused_lora_runs(j, GM_LORA_Q) || est_fused_lora_runs(j, GM_LORA_O))
+            est_assume(e,
+                       "step replay, FOAK's fused LoRA: per projection its dequantised weight, "
+                       "a dropout mask and dropped-out copy of its input (lora_dropout %g; none "
+                       "at 0), freed as its function returns",
+                       j->memory.lora.dropout);
     }
     /* FOAK's loss where the replay keeps no block for it: said, not silent */
     if (j->mode == GM_EST_TRAIN && j->memory.loss == GM_LOSS_FUSED &&

@@ -1308,15 +1308,14 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                    "unless foreach or fused is given, and zero_grad() zeroes the gradients "
                    "(set_to_none=False)",
                    (unsigned)(j->stack.torch >> 16), (unsigned)((j->stack.torch >> 8) & 255));
-    if (j->memory.fused_kernels)
+    bool fused_lora = est_fused_lora_runs(j, GM_LORA_Q) || est_fused_lora_runs(j, GM_LORA_O);
+    if ((j->memory.fused_kernels & ~(unsigned)GM_FUSED_LORA) || fused_lora)
         est_assume(e, "fused kernels:%s%s%s%s (Liger-Kernel / unsloth): they save less per layer",
                    (j->memory.fused_kernels & GM_FUSED_RMS_NORM) ? " RMSNorm" : "",
                    (j->memory.fused_kernels & GM_FUSED_SWIGLU) ? " SwiGLU" : "",
                    (j->memory.fused_kernels & GM_FUSED_ROPE) ? " RoPE (forward temporaries only)"
                                                              : "",
-                   (j->memory.fused_kernels & GM_FUSED_LORA)
-                       ? " LoRA (the adapters keep only their dropped-out input)"
-                       : "");
+                   fused_lora ? " LoRA (the adapters keep only their dropped-out input)" : "");
     if (j->memory.compile)
         est_assume(e, "torch.compile of the decoder layers (approximation): the min-cut "
                       "partitioner recomputes pointwise chains (norm copies, activations), never "

@@ -164,6 +164,12 @@ struct replay {
     uint64_t b_xa;                   /* X @ A: tokens x r in the compute dtype */
     uint64_t b_mask_h, b_mask_o;     /* dropout masks of a q/k/v input and of o's */
     uint64_t b_wq, b_wk, b_wv, b_wo; /* a dequantised weight of each (0: not quantised) */
+    /* bitsandbytes 0.43.3 MatMul4Bit.forward (bitsandbytes/autograd/_functions.py at tag
+     * 0.43.3 = 2e03d344, l. 509): every 4-bit linear the fused functions do not run is
+     * `linear(A, dequantize_4bit(B).to(A.dtype).t())`, a whole dequantised weight alive for
+     * its matmul.  Bytes of q, k, v, o's (b_lq..b_lo) and of one MLP matrix's (b_lmlp); 0
+     * where the base is not bitsandbytes 4-bit */
+    uint64_t b_lq, b_lk, b_lv, b_lo, b_lmlp;
     /* FSDP1's frees of tensors another stream used (cross_freed()): the rate limiter's
      * queue of free events (marks on the compute stream), and how far the GPU lags */
     bool fsdp1_frees;
@@ -178,6 +184,8 @@ struct replay {
     /* the segment trace (gm_estimate_run_traced): where the step is, the request being made */
     gm_est_segment_fn trace;
     void *trace_ctx;
+    est_request_fn req_trace; /* every tensor request and free (est_run_requests()) */
+    void *req_trace_ctx;
     struct gm_est_replay_segment where;
     /* the request that failed on the capacity: 'where' then, and whose tensor it was */
     struct gm_est_replay_segment failed;
@@ -214,6 +222,22 @@ static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, 
 
 /* 'bytes' allocated on 'stream' (+) or freed from it (-): the live sums, in all and per
  * stream */
+/* est_run_requests()'s trace: one tensor allocated (+) or freed (-), where the step is */
+static void request_trace(struct replay *r, bool alloc, uint64_t bytes)
+{
+    struct est_replay_request rq;
+    if (!r->req_trace)
+        return;
+    rq.alloc = alloc;
+    rq.bytes = bytes;
+    rq.live = r->cur;
+    rq.pass = r->where.pass;
+    rq.step = r->where.step;
+    rq.at = r->where.at;
+    rq.layer = r->where.layer;
+    r->req_trace(r->req_trace_ctx, &rq);
+}
+
 static void live_inc(struct replay *r, enum gm_est_stream stream, uint64_t bytes)
 {
     r->cur += bytes;
@@ -222,12 +246,14 @@ static void live_inc(struct replay *r, enum gm_est_stream stream, uint64_t bytes
     r->stream_live[stream] += bytes;
     if (r->stream_live[stream] > r->stream_live_peak[stream])
         r->stream_live_peak[stream] = r->stream_live[stream];
+    request_trace(r, true, bytes);
 }
 
 static void live_dec(struct replay *r, enum gm_est_stream stream, uint64_t bytes)
 {
     r->cur -= bytes;
     r->stream_live[stream] -= bytes;
+    request_trace(r, false, bytes);
 }
 
 static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t bytes)
@@ -692,8 +718,7 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
         r->w_acts[n++] = g.mlp; /* gate, up, activation (or up, activation) */
     r->n_acts = n;
 
-    r->fwd_ops = j->memory.checkpointing == GM_CKPT_FULL && j->memory.checkpoint_every <= 1 &&
-                 !j->memory.compile;
+    r->fwd_ops = est_replay_forward_ops(j);
     r->fused_norm = (j->memory.fused_kernels & GM_FUSED_RMS_NORM) != 0;
     r->fused_rope = (j->memory.fused_kernels & GM_FUSED_ROPE) != 0;
     r->gated = m->gated_mlp;
@@ -713,16 +738,22 @@ static void plan_shapes(const struct est_ctx *cx, struct replay *r)
     r->b_mask_o = r->lora_dropout ? est_round(T * g.o_in / t) : 0;
     {
         /* the base weights the fused functions dequantise: bitsandbytes' in the compute
-         * dtype (fast_dequantize), GPTQ's in fp16 (dequant248) */
-        const struct gm_quant *qf = cx->quant;
-        bool bnb = j->memory.adapter == GM_ADAPTER_QLORA;
-        bool gptq = !bnb && qf && qf->method == GM_QUANT_GPTQ;
-        double wb = bnb ? ea : gptq ? 2.0 : 0.0;
+         * dtype (fast_dequantize), GPTQ's in fp16 (dequant248); bitsandbytes' MatMul4Bit
+         * dequantises the others in the compute dtype too */
+        enum est_lora_base base = est_lora_base(j);
+        bool bnb = base == EST_LORA_BASE_BNB4;
+        double wb = bnb ? ea : base == EST_LORA_BASE_GPTQ ? 2.0 : 0.0, lb = bnb ? ea : 0.0;
         r->deq_each = bnb;
         r->b_wq = est_round(h * g.q / t * wb);
         r->b_wk = est_round(h * g.k / t * wb);
         r->b_wv = est_round(h * g.v / t * wb);
         r->b_wo = est_round(g.o_in / t * h * wb);
+        r->b_lq = r->lora_qkv ? 0 : est_round(h * g.q / t * lb);
+        r->b_lk = r->lora_qkv ? 0 : est_round(h * g.k / t * lb);
+        r->b_lv = r->lora_qkv ? 0 : est_round(h * g.v / t * lb);
+        r->b_lo = r->lora_o ? 0 : est_round(g.o_in / t * h * lb);
+        /* one matrix of one expert (the layer's MLP parameters over its matrices) */
+        r->b_lmlp = est_round(mlp / ((m->gated_mlp ? 3.0 : 2.0) * (double)experts) / t * lb);
     }
 
     r->share_emb = tot > 0 ? ((double)pc->embedding + (double)pc->positions) / tot : 0;
@@ -867,6 +898,12 @@ static bool fsdp1_wrap(struct replay *r, struct plan *pl, size_t n)
 
 static void each(struct replay *r, struct plan *pl, size_t n, enum life life, size_t u, bool alloc);
 
+bool est_replay_forward_ops(const struct gm_job *j)
+{
+    return j->memory.checkpointing == GM_CKPT_FULL && j->memory.checkpoint_every <= 1 &&
+           !j->memory.compile;
+}
+
 /* An RMSNorm / LayerNorm as HF writes it: the input upcast to fp32, multiplied by its rstd
  * (fp32), cast back and scaled; a fused kernel writes its output directly. */
 static struct gm_alloc_block *norm_op(struct replay *r)
@@ -882,21 +919,30 @@ static struct gm_alloc_block *norm_op(struct replay *r)
     return out;
 }
 
+/* A linear layer's output of 'out_b' bytes; 'w' > 0: its weight dequantised first and
+ * freed once the matmul has run (bitsandbytes' MatMul4Bit.forward and fast_dequantize,
+ * GPTQ's dequant248 around o: the dequantised weight is a temporary of the call). */
+static struct gm_alloc_block *linear_op(struct replay *r, uint64_t w, uint64_t out_b)
+{
+    struct gm_alloc_block *wd = raw_alloc(r, w), *out = raw_alloc(r, out_b);
+    raw_free(r, &wd, w);
+    return out;
+}
+
 /* One projection through unsloth's matmul_lora (FOAK fused_ops/unsloth_lora/utils.py and
  * gptq/fast_lora.py at 733992a) under no_grad: the base matmul's output, the dropout of the
  * input (PyTorch's dropout_cuda allocates the bool mask, then the output, and native_dropout's
- * caller drops the mask: aten/src/ATen/native/cuda/Dropout.cu, atalman/pytorch 122bfa37),
- * kept in *dropped until the autograd function returns, then `out += (X @ A) @ (s * B)`:
- * X @ A, the product of out's shape, X @ A freed as an operand, the product after the add
- * (A and s * B cast to the compute dtype are r-wide: small-pool blocks, left out).  'w' is
- * the weight bitsandbytes dequantises for this matmul alone (0: none). */
+ * caller drops the mask: aten/src/ATen/native/cuda/Dropout.cu, read at atalman/pytorch
+ * 122bfa37, a fork; the runs' torch 2.4.1 tag could not be opened here), kept in *dropped
+ * until the autograd function returns, then `out += (X @ A) @ (s * B)`: X @ A, the product
+ * of out's shape, X @ A freed as an operand, the product after the add (A and s * B cast to
+ * the compute dtype are r-wide: small-pool blocks, left out).  'w' is the weight
+ * bitsandbytes dequantises for this matmul alone (0: none). */
 static struct gm_alloc_block *lora_matmul(struct replay *r, uint64_t w, uint64_t out_b,
                                           uint64_t in_b, uint64_t mask_b,
                                           struct gm_alloc_block **dropped)
 {
-    struct gm_alloc_block *wd = raw_alloc(r, w), *out, *mask, *xa, *tmp;
-    out = raw_alloc(r, out_b);
-    raw_free(r, &wd, w);
+    struct gm_alloc_block *out = linear_op(r, w, out_b), *mask, *xa, *tmp;
     if (r->lora_dropout) {
         mask = raw_alloc(r, mask_b);
         *dropped = raw_alloc(r, in_b);
@@ -932,9 +978,22 @@ static void lora_qkv(struct replay *r, struct gm_alloc_block **q, struct gm_allo
 }
 
 /* The forward of one checkpointed decoder layer under no_grad (nothing of it is kept but
- * its output, the next layer's input): each op's output allocated, its inputs freed when no
- * later op reads them -- the order a llama-style layer (norm, q/k/v, rotary, attention, o,
- * residual, norm, gate/up, activation, product, down, residual) allocates in. */
+ * its output, the next layer's input), as a llama-style layer's Python runs it (HF
+ * MistralDecoderLayer, MistralFlashAttention2 / MistralAttention and MistralMLP,
+ * src/transformers/models/mistral/modeling_mistral.py at v4.45.2 and v4.48.1; LlamaDecoderLayer
+ * alike): one rule, a tensor lives until the code drops its last reference.  So
+ *  - the decoder layer keeps the norm's output in its `hidden_states` local until the
+ *    attention (then the MLP) returns and the name is rebound to their output;
+ *  - the attention keeps query_states / key_states / value_states to its return, after
+ *    o_proj (FOAK replaces only the q/k/v/o projections' forwards: fms-acceleration
+ *    fused-ops-and-kernels models/utils.py `_build_qkv_forwards` at 733992a unloads its
+ *    Q, K, V on each call, so the attention's locals hold the only references); the rotary
+ *    embedding rebinds q and k, whose old tensors die once both new ones exist;
+ *  - the MLP is `down_proj(act_fn(gate_proj(x)) * up_proj(x))`: gate, its activation (the
+ *    gate's output then unreferenced), up, the product (activation and up then freed), down;
+ *  - bitsandbytes' 4-bit linears outside the fused functions dequantise their weight for
+ *    each call (linear_op()).
+ * Widths are the tensors'; an op's own temporaries beyond these are not replayed. */
 static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
 {
     struct gm_alloc_block *n1, *q, *k, *v, *q2 = NULL, *k2 = NULL, *a, *o, *res, *n2, *g, *up, *act,
@@ -943,16 +1002,15 @@ static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
     if (r->lora_qkv) {
         lora_qkv(r, &q, &k, &v);
     } else {
-        q = raw_alloc(r, r->b_q);
-        k = raw_alloc(r, r->b_k);
-        v = raw_alloc(r, r->b_v);
+        q = linear_op(r, r->b_lq, r->b_q);
+        k = linear_op(r, r->b_lk, r->b_k);
+        v = linear_op(r, r->b_lv, r->b_v);
     }
-    raw_free(r, &n1, r->b_h);
-    if (!r->fused_rope) { /* q * cos + rotate_half(q) * sin: new tensors */
+    if (!r->fused_rope) { /* q * cos + rotate_half(q) * sin: new tensors, then rebound */
         q2 = raw_alloc(r, r->b_q);
-        raw_free(r, &q, r->b_q);
         k2 = raw_alloc(r, r->b_k);
         raw_free(r, &k, r->b_k);
+        raw_free(r, &q, r->b_q);
     }
     /* context parallelism's ring: its tensors live until the attention call returns */
     for (size_t i = 0; i < r->n_ring; i++)
@@ -960,11 +1018,6 @@ static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
     a = raw_alloc(r, r->b_o);
     for (size_t i = r->n_ring; i-- > 0;)
         raw_free(r, &ring[i], r->b_ring[i]);
-    raw_free(r, &q2, r->b_q);
-    raw_free(r, &k2, r->b_k);
-    raw_free(r, &q, r->b_q);
-    raw_free(r, &k, r->b_k);
-    raw_free(r, &v, r->b_v);
     if (r->lora_o) {
         /* LoRA_W.forward: GPTQ's weight dequantised around matmul_lora (`del W`), then the
          * dropped-out copy with the function's context */
@@ -974,23 +1027,34 @@ static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
         raw_free(r, &w, held);
         raw_free(r, &d, r->b_o);
     } else {
-        o = raw_alloc(r, r->b_h);
+        o = linear_op(r, r->b_lo, r->b_h);
     }
-    raw_free(r, &a, r->b_o);
+    raw_free(r, &a, r->b_o); /* attn_output rebound to o_proj's output */
+    /* the attention returns: its locals go; the decoder rebinds hidden_states */
+    raw_free(r, &v, r->b_v);
+    raw_free(r, &k2, r->b_k);
+    raw_free(r, &q2, r->b_q);
+    raw_free(r, &k, r->b_k);
+    raw_free(r, &q, r->b_q);
+    raw_free(r, &n1, r->b_h);
     res = raw_alloc(r, r->b_h);
     raw_free(r, &o, r->b_h);
     n2 = norm_op(r);
-    g = raw_alloc(r, r->b_mlp);
-    up = r->gated ? raw_alloc(r, r->b_mlp) : NULL;
-    raw_free(r, &n2, r->b_h);
+    g = linear_op(r, r->b_lmlp, r->b_mlp);
     act = raw_alloc(r, r->b_mlp);
     raw_free(r, &g, r->b_mlp);
-    prod = r->gated ? raw_alloc(r, r->b_mlp) : NULL;
-    raw_free(r, &act, r->b_mlp);
-    raw_free(r, &up, r->b_mlp);
-    down = raw_alloc(r, r->b_h);
+    if (r->gated) {
+        up = linear_op(r, r->b_lmlp, r->b_mlp);
+        prod = raw_alloc(r, r->b_mlp);
+        raw_free(r, &act, r->b_mlp);
+        raw_free(r, &up, r->b_mlp);
+    } else {
+        prod = act;
+        act = NULL;
+    }
+    down = linear_op(r, r->b_lmlp, r->b_h);
     raw_free(r, &prod, r->b_mlp);
-    raw_free(r, &act, r->b_mlp);
+    raw_free(r, &n2, r->b_h); /* the MLP returns; hidden_states rebound to its output */
     /* the residual sum: the layer's output, which the next layer's checkpoint keeps */
     each(r, pl, n, LIFE_SAVED, u, true);
     raw_free(r, &down, r->b_h);
@@ -1378,6 +1442,8 @@ static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm
     r->err = err;
     r->trace = cx->trace;
     r->trace_ctx = cx->trace_ctx;
+    r->req_trace = cx->req_trace;
+    r->req_trace_ctx = cx->req_trace_ctx;
     r->layers = cx->m->n_layers;
     r->fsdp1_frees = cx->job->parallel.shard == GM_SHARD_FSDP &&
                      cx->job->parallel.fsdp_version == 1 && est_data_parallel(cx->job) > 1;
@@ -1704,6 +1770,8 @@ static uint8_t *memo_key(const struct prepared *pr, size_t *len)
     r.err = NULL;
     r.trace = NULL;
     r.trace_ctx = NULL;
+    r.req_trace = NULL;
+    r.req_trace_ctx = NULL;
     memcpy(k, &r, sizeof r);
     k += sizeof r;
     for (size_t i = 0; i < pr->n; i++) {
@@ -1826,7 +1894,7 @@ enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_
     if (pr.r.loss_block)
         pr.r.capacity = capacity;
     /* a traced run reports every segment as it is made: it always runs, limited first */
-    if (!cx->trace && cx->replays && pr.n)
+    if (!cx->trace && !cx->req_trace && cx->replays && pr.n)
         key = memo_key(&pr, &len);
     /* remembered, the replay without the limit is the cheap one to ask first */
     if (key && capacity) {

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "estimate/estimate_int.h"
 #include "gpumem/gpumem.h"
 #include "job_settings.h"
 
@@ -1013,63 +1014,124 @@ static void test_where_it_does_not_apply(void **state)
     assert_false(est->replay.used);
 }
 
-/* FOAK's fused LoRA in a checkpointed layer's forward (no_grad): matmul_lora drops out the
- * input of each of q, k, v and o (PyTorch's dropout allocates a bool mask of the input's
- * shape, then the copy, and drops the mask) and the copies live until LoRA_QKV / LoRA_W
- * return.  With lora_dropout the first layer's forward takes a segment of the mask's size,
- * tokens x hidden bytes, and segments for three hidden-sized copies beside q, k and v;
- * without dropout there is no mask.  The copies' blocks are then free for the layer
- * inputs the later layers keep, so at 32 x 4096 tokens on an A100-80GB the Mistral-7B QLoRA
- * job (fms-acceleration a100_80gb_liger.csv row 116, which ran at 76.4 GiB on the device)
- * replays without running out of memory: the forward no longer splits every 3.5 GiB MLP
- * segment for three 1 GiB inputs. */
-struct layer1_segs {
-    uint64_t mask;  /* the request that is the mask's size */
-    bool mask_seen; /* a segment made for it */
-    uint64_t bytes; /* of the segments layer 1's forward makes */
+/* The tensor requests and frees of layer 1's forward in the first step (est_run_requests()),
+ * in order. */
+#define MAX_EVENTS 256
+struct layer1_events {
+    struct est_replay_request v[MAX_EVENTS];
+    size_t n;
 };
 
-static void layer1_segment(void *ctx, const struct gm_est_replay_segment *seg)
+static void layer1_request(void *ctx, const struct est_replay_request *rq)
 {
-    struct layer1_segs *t = ctx;
-    if (seg->pass || seg->step || seg->at != GM_EST_AT_FORWARD || seg->layer != 1)
+    struct layer1_events *t = ctx;
+    if (rq->pass || rq->step || rq->at != GM_EST_AT_FORWARD || rq->layer != 1)
         return;
-    if (seg->request == t->mask)
-        t->mask_seen = true;
-    t->bytes += seg->bytes;
+    if (t->n < MAX_EVENTS)
+        t->v[t->n++] = *rq;
 }
 
-static void test_fused_lora_dropout_forward(void **state)
+static void run_requests(const char *model, const char *settings, struct layer1_events *t)
+{
+    struct gm_job j;
+    struct gm_error err;
+    t->n = 0;
+    job_make(model, settings, &j);
+    if (est_run_requests(&j, &est, layer1_request, t, &err) != GM_OK)
+        fail_msg("%s %s: %s", model, settings, err.msg);
+    assert_true(t->n > 0 && t->n < MAX_EVENTS);
+}
+
+/* The index of the first event at or after 'from' that allocates (alloc) or frees 'bytes';
+ * t->n if none. */
+static size_t next_event(const struct layer1_events *t, size_t from, bool alloc, uint64_t bytes)
+{
+    while (from < t->n && (t->v[from].alloc != alloc || t->v[from].bytes != bytes))
+        from++;
+    return from;
+}
+
+/* The checkpointed forward of one Mistral-7B layer as its code runs it (step_alloc.c
+ * forward_layer(): a tensor lives until the code drops its last reference), here a QLoRA job
+ * under FOAK's fused LoRA (fms-acceleration 733992a) at 4 x 4096 tokens, bf16:
+ *  - matmul_lora drops out each projection's input: PyTorch's dropout allocates the bool
+ *    mask (tokens x hidden bytes), then the copy (tokens x hidden x 2 B), right after it;
+ *    four times (q, k, v and o); never with lora_dropout 0;
+ *  - inside LoRA_QKV the norm's output, q, k, v and the three copies are live together;
+ *    the copies are freed when it returns, before the attention's output is allocated;
+ *  - the norm's output and q, k, v live until the attention returns, after o_proj;
+ *  - the MLP runs act_fn(gate_proj(x)) before up_proj(x), and the second norm's output
+ *    lives until down_proj's output exists;
+ *  - bitsandbytes' MatMul4Bit dequantises each MLP weight (h x 14336 x 2 B) for its matmul.
+ * Sizes are the tensors'; the assertions hold the order, not a validation row's outcome. */
+static void test_fused_lora_forward_order(void **state)
 {
     static const char *const job = "--train --batch 4 --seq 4096 --grad-checkpointing full "
                                    "--transformers-version 4.45.2 --gpu A100-80GB --qlora "
                                    "--lora-rank 16 --lora-targets q,k,v,o --adapter-dtype fp32 "
                                    "--no-fp32-upcast --loss fused --loss-impl unsloth "
                                    "--fused-kernels rms_norm,rope,lora --lora-dropout";
-    const uint64_t tokens = 4 * 4096, hidden = 4096;
-    struct layer1_segs with = {.mask = tokens * hidden}, without = {.mask = tokens * hidden};
+    const uint64_t T = 4 * 4096, h = 4096, kv = 1024, ffn = 14336;
+    const uint64_t mask = T * h, b_h = T * h * 2, b_q = b_h, b_kv = T * kv * 2, b_mlp = T * ffn * 2,
+                   w_mlp = h * ffn * 2, w_o = h * h * 2;
+    static struct layer1_events ev;
+    size_t masks = 0, third_copy = 0, a, o, i, first_free, mlp_allocs = 0, with_h = 0,
+           without_h = 0;
+    uint64_t base, copies_freed = 0;
     char settings[512];
     (void)state;
-    snprintf(settings, sizeof settings, "%s 0.1", job);
-    run_traced("mistral-7b", settings, &est, layer1_segment, &with);
-    snprintf(settings, sizeof settings, "%s 0", job);
-    run_traced("mistral-7b", settings, &est, layer1_segment, &without);
-    assert_true(with.mask_seen);
-    assert_false(without.mask_seen);
-    /* new segments for the mask and the three dropped-out copies of q, k and v's input (2 B
-     * an element): nothing of that size is free in the first layer */
-    assert_true(with.bytes >= without.bytes + tokens * hidden + 3 * tokens * hidden * 2);
 
-    run("mistral-7b",
-        "--train --batch 32 --seq 4096 --grad-checkpointing full "
-        "--transformers-version 4.45.2 --gpu A100-80GB --qlora --lora-rank 16 "
-        "--lora-targets q,k,v,o --lora-dropout 0.1 --adapter-dtype fp32 "
-        "--no-fp32-upcast --loss fused --loss-impl unsloth --fused-kernels "
-        "rms_norm,rope,lora",
-        &est);
-    assert_false(est->replay.oom);
-    assert_true(est->replay.reserved_peak <= est->replay.capacity_bytes);
-    assert_int_not_equal(est->fit.verdict, GM_VERDICT_DOES_NOT_FIT);
+    snprintf(settings, sizeof settings, "%s 0.1", job);
+    run_requests("mistral-7b", settings, &ev);
+    base = ev.v[0].live - ev.v[0].bytes;                /* live before the layer's first request */
+    assert_true(ev.v[0].alloc && ev.v[0].bytes == b_h); /* the fused norm's output */
+    for (i = 0; i + 1 < ev.n; i++)
+        if (ev.v[i].alloc && ev.v[i].bytes == mask) {
+            /* the copy follows its mask at once, then the mask goes */
+            assert_true(ev.v[i + 1].alloc && ev.v[i + 1].bytes == b_h);
+            assert_true(i + 2 < ev.n && !ev.v[i + 2].alloc && ev.v[i + 2].bytes == mask);
+            if (++masks == 3)
+                third_copy = i + 1;
+        }
+    assert_int_equal(masks, 4);
+    /* at v's copy: norm output, q, k, v, three copies and v's mask, nothing else */
+    assert_int_equal(ev.v[third_copy].live, base + b_h + b_q + 2 * b_kv + 3 * b_h + mask);
+    /* the attention's output (tokens x hidden, after LoRA_QKV returned): the three copies
+     * freed before it; the norm's output, q, k and v still live */
+    a = next_event(&ev, third_copy + 1, true, b_h);
+    assert_true(a < ev.n);
+    for (i = third_copy + 1; i < a; i++)
+        copies_freed += !ev.v[i].alloc && ev.v[i].bytes == b_h;
+    assert_int_equal(copies_freed, 3);
+    assert_int_equal(ev.v[a].live, base + b_h + b_q + 2 * b_kv + b_h);
+    /* o_proj's output (its weight dequantised first): the norm's output, q, k, v and the
+     * attention's output still live */
+    o = next_event(&ev, a + 1, true, b_h);
+    assert_true(o < ev.n);
+    assert_int_equal(ev.v[o].live, base + b_h + b_q + 2 * b_kv + b_h + w_o + b_h);
+    /* the MLP: two of its tensors (gate, activation) before the first is freed (gate) */
+    first_free = next_event(&ev, 0, false, b_mlp);
+    assert_true(first_free < ev.n);
+    for (i = 0; i < first_free; i++)
+        mlp_allocs += ev.v[i].alloc && ev.v[i].bytes == b_mlp;
+    assert_int_equal(mlp_allocs, 2);
+    /* down_proj's output: residual, second norm's output, the product, the dequantised down
+     * weight and down itself above the layer's start */
+    i = next_event(&ev, first_free, true, w_mlp); /* up's weight */
+    i = next_event(&ev, i + 1, true, w_mlp);      /* down's weight */
+    assert_true(i + 1 < ev.n && ev.v[i + 1].alloc && ev.v[i + 1].bytes == b_h);
+    assert_int_equal(ev.v[i + 1].live, base + b_h + b_h + b_mlp + w_mlp + b_h);
+
+    /* without dropout: no mask and four tokens x hidden tensors fewer (the copies) */
+    for (i = 0; i < ev.n; i++)
+        with_h += ev.v[i].alloc && ev.v[i].bytes == b_h;
+    snprintf(settings, sizeof settings, "%s 0", job);
+    run_requests("mistral-7b", settings, &ev);
+    for (i = 0; i < ev.n; i++) {
+        assert_false(ev.v[i].bytes == mask);
+        without_h += ev.v[i].alloc && ev.v[i].bytes == b_h;
+    }
+    assert_int_equal(with_h, without_h + 4);
 }
 
 int main(void)
@@ -1097,7 +1159,7 @@ int main(void)
         cmocka_unit_test(test_model_upcast_loss_segments),
         cmocka_unit_test(test_loss_cache_block),
         cmocka_unit_test(test_loss_cache_block_foak_only),
-        cmocka_unit_test(test_fused_lora_dropout_forward),
+        cmocka_unit_test(test_fused_lora_forward_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
