@@ -404,22 +404,34 @@ static inline char *put_text(struct gm_outbuf *o, char *p, const char *s, size_t
     return put_long_text(o, p, s, n);
 }
 
-static void json_line_init(struct json_line *jl, const struct gm_snapshot_device *d)
+/* The memos of a line and their keys, each of GM_FMT_KEY_MIN to GM_FMT_KEY_MAX bytes (the
+ * static assertion below: gm_fmt_memo_init() refuses any other). */
+#define JSON_MEMOS(X)                                                                              \
+    X(index, ",\"index\":")                                                                        \
+    X(addr, ",\"addr\":")                                                                          \
+    X(device_free, ",\"device_free\":")                                                            \
+    X(size, ",\"size\":")                                                                          \
+    X(time, ",\"time_us\":")                                                                       \
+    X(allocated, ",\"allocated_bytes\":")                                                          \
+    X(reserved, ",\"reserved_bytes\":")                                                            \
+    X(stack, ",\"stack\":")                                                                        \
+    X(fwd, ",\"forward_stack\":")
+#define JSON_MEMO_KEY_FITS(field, key)                                                             \
+    _Static_assert(sizeof(key) - 1 >= GM_FMT_KEY_MIN && sizeof(key) - 1 <= GM_FMT_KEY_MAX,         \
+                   "the key of " #field " fits a memo");
+JSON_MEMOS(JSON_MEMO_KEY_FITS)
+
+/* False when a memo refused its key (never, by the assertion above). */
+static bool json_line_init(struct json_line *jl, const struct gm_snapshot_device *d)
 {
     char *p;
     size_t n_digits = 1; /* of the device's last index */
+#define JSON_MEMO_ENTRY(field, key) {&jl->field, key},
     const struct {
         struct gm_fmt_memo *m;
         const char *key;
-    } memos[] = {{&jl->index, ",\"index\":"},
-                 {&jl->addr, ",\"addr\":"},
-                 {&jl->device_free, ",\"device_free\":"},
-                 {&jl->size, ",\"size\":"},
-                 {&jl->time, ",\"time_us\":"},
-                 {&jl->allocated, ",\"allocated_bytes\":"},
-                 {&jl->reserved, ",\"reserved_bytes\":"},
-                 {&jl->stack, ",\"stack\":"},
-                 {&jl->fwd, ",\"forward_stack\":"}};
+    } memos[] = {JSON_MEMOS(JSON_MEMO_ENTRY)};
+#undef JSON_MEMO_ENTRY
     /* the fields written by the short copies (gm_fmt_u64_memo_short, _slot_short) */
     _Static_assert(sizeof(",\"addr\":") - 1 <= GM_FMT_SHORT_KEY &&
                        sizeof(",\"size\":") - 1 <= GM_FMT_SHORT_KEY &&
@@ -433,13 +445,14 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     jl->n_stream = sizeof(",\"stream\":0") - 1;
     jl->tail.pool = TAIL_NONE;
     for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++)
-        gm_fmt_memo_init(memos[i].m, memos[i].key);
+        if (!gm_fmt_memo_init(memos[i].m, memos[i].key))
+            return false;
     gm_fmt_slots_init(jl->size_slot, 1u << SIZE_BITS, &jl->size);
     gm_fmt_slots_init(jl->addr_slot, 1u << VALUE_BITS, &jl->addr);
     gm_fmt_slots_init(jl->allocated_slot, 1u << VALUE_BITS, &jl->allocated);
     {
         /* the pair (0, 0) in every slot, made by the field's own writers */
-        char first[2 * GM_FMT_MEMO_ROOM];
+        char first[2 * GM_FMT_MEMO_ROOM] = {0}; /* (what is copied past the text: defined) */
         char *q = gm_fmt_u64_slot_short(first, 0, jl->addr_slot, VALUE_BITS, &jl->addr);
         q = gm_fmt_u64_slot_short(q, 0, jl->size_slot, SIZE_BITS, &jl->size);
         for (size_t i = 0; i < (size_t)1 << VALUE_BITS; i++) {
@@ -455,10 +468,9 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     /* the start of the line as the index's key, where it fits a short copy with every index */
     for (uint64_t last = d->n_events ? d->n_events - 1 : 0; last >= 10; last /= 10)
         n_digits++;
-    if (jl->n_head <= GM_FMT_KEY_MAX && jl->n_head + n_digits <= GM_FMT_SHORT_ROOM) {
-        *p = '\0';
-        gm_fmt_memo_init(&jl->index, jl->head);
-        jl->index_has_head = true;
+    if (jl->n_head + n_digits <= GM_FMT_SHORT_ROOM) {
+        *p = '\0'; /* a key of more than GM_FMT_KEY_MAX bytes refused: the keyless route */
+        jl->index_has_head = gm_fmt_memo_init(&jl->index, jl->head);
     }
     for (unsigned a = 0; a <= GM_ACTION_COUNT; a++) {
         const char *an = gm_snapshot_action_name((enum gm_snapshot_action)a);
@@ -470,6 +482,7 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
         *q++ = '"';
         jl->n_action[a] = (uint8_t)(q - jl->action[a]);
     }
+    return true;
 }
 
 /* The ,"addr":A,"size":S text of a pair not in its slot, at p, made by way of the fields'
@@ -815,9 +828,17 @@ static enum gm_status trace_device(struct gm_outbuf *o, struct cache *c,
     enum gm_status st;
     struct snap_walk_totals after[GM_SNAPSHOT_CURSOR_BATCH];
     if (json) {
+        /* NDJSON has a line for each event in [from, to] and nothing else: a device with none
+         * there (a rank file's other devices) needs no line state (some 800 KiB made for
+         * each device) and no walk */
+        if (opts->from >= d->n_events || opts->from > opts->to)
+            return GM_OK;
         if (!(jl = gm_malloc(sizeof(*jl))))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
-        json_line_init(jl, d);
+        if (!json_line_init(jl, d)) {
+            gm_free(jl);
+            return gm_fail(err, GM_ERR_INTERNAL, GM_NO_OFFSET, "trace: a field's key out of range");
+        }
     }
     text_line_init(&txt);
     if ((st = gm_snapshot_timeline(snap, d->index, 0, &tl, err)) != GM_OK) {

@@ -209,9 +209,10 @@ struct gm_fmt_memo {
     char s[GM_FMT_MEMO_END + GM_FMT_MEMO_ROOM];
 };
 
-/* An empty memo (it holds 0) with its key (at least GM_FMT_KEY_MIN bytes), cut to
- * GM_FMT_KEY_MAX bytes. */
-void gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key);
+/* An empty memo (it holds 0) with its key, of GM_FMT_KEY_MIN to GM_FMT_KEY_MAX bytes.
+ * False, 'm' untouched, for a key shorter or longer: a shorter one would put the text's
+ * last eight bytes (last8) before its start, in the bytes written before it. */
+bool gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key);
 
 /* gm_fmt_u64_memo() when v is not the last value, one more, or in its last block of 10^8:
  * the wide span, else all the digits anew. */
