@@ -7,13 +7,14 @@
  * A line is made in place: reserve room for it, write with the gm_fmt_* functions (each
  * returns the end of what it wrote), commit:
  *
- *   struct gm_outbuf o;
- *   gm_outbuf_init(&o, stdout);
- *   char *p = gm_outbuf_reserve(&o, 64);
+ *   struct gm_outbuf *o = gm_malloc(sizeof(*o)); (GM_OUTBUF_SIZE, 256 KiB: not on a stack)
+ *   gm_outbuf_init(o, stdout);
+ *   char *p = gm_outbuf_reserve(o, 64);
  *   p = gm_fmt_u64(p, 42, 7);
  *   p = gm_fmt_lit(p, " events\n");
- *   gm_outbuf_commit(&o, p);
- *   if (!gm_outbuf_flush(&o)) ... write error (errno) ...
+ *   gm_outbuf_commit(o, p);
+ *   if (!gm_outbuf_flush(o)) ... write error (errno) ...
+ *   gm_free(o);
  *
  * Write errors are sticky: gm_outbuf_flush() then returns false. */
 #ifndef GM_BASE_OUTBUF_H
