@@ -352,13 +352,13 @@ static bool vllm_gptq_marlin(const struct est_ctx *cx)
  * parseChosenWorkspaceSize, aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a3905; the Hopper
  * default since pytorch/pytorch PR #89027, PyTorch 2.0).  A GPU of unknown compute capability
  * takes the smaller default. */
-uint64_t est_vllm_cublas_workspace_bytes(const struct est_ctx *cx)
+uint64_t est_torch_cublas_workspace_bytes(const struct est_ctx *cx)
 {
     return cx->job->gpu.sm == 90 ? 32 * GM_MIB : 2 * 4096 * 1024 + 8 * 16 * 1024;
 }
 
 /* Whether the profile run's decoder layers make cuBLAS calls, so the workspace
- * (est_vllm_cublas_workspace_bytes) is allocated at the first layer's first GEMM and lives
+ * (est_torch_cublas_workspace_bytes) is allocated at the first layer's first GEMM and lives
  * through the forward's peak: 16-bit linears (unquantised weights, or roles the scheme keeps in
  * 16 bit, gm_quant_kept_roles: MXFP4's attention), bitsandbytes (dequantise, then matmul), the
  * plain GPTQ kernel above 50 rows (4-bit; 24 at 8 bits: "MAX_Q_GEMM_ROWS 50", the weight is
@@ -1137,7 +1137,7 @@ static uint64_t vllm_worker_peak(const struct gm_job *j, const struct gm_model *
     uint32_t v = j->stack.vllm;
     if (!vllm_era_v0(era) || (v && v < GM_VERSION(0, 2, 7)) || t < 2 || j->parallel.pp > 1)
         return 0;
-    /* the worker's own cuBLAS workspace (est_vllm_cublas_workspace_bytes): from its first
+    /* the worker's own cuBLAS workspace (est_torch_cublas_workspace_bytes): from its first
      * layer's GEMM, or from its lm_head shard's ('blas' as vllm_layers_blas) */
     fwd = gm_add_sat(profile_activations(m, tokens, t), blas ? ws : 0);
     shard = gm_mul_sat(gm_mul_sat(seqs, est_div_up(est_div_up(m->vocab, 64) * 64, t)), 2);
@@ -1159,7 +1159,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
              graphs, per_token, T, kv_heads, need, pool, layers, ca, logged,
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
-             graph_largest = 0, graph_full = 0, ws;
+             graph_largest = 0, graph_full = 0, ws, ws_peak;
     unsigned kvb100, per_logit;
     bool blas;
     enum vllm_sampler sampler_kind;
@@ -1244,19 +1244,20 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), per_logit);
     sv->sampler_bytes = sampler;
     /* the sampler runs after the forward (whose intermediates are freed by then): the peak
-     * is the larger of the forward's and the sampler's over the hidden states it leaves.  Both
-     * hold PyTorch's cuBLAS workspace, allocated in the profile run and so inside the peak
-     * vLLM measures, where the layers make cuBLAS calls; else from the lm_head's GEMM, before
-     * the sampler (vllm_layers_blas) */
+     * is the larger of the forward's and the sampler's over the hidden states it leaves.
+     * PyTorch's cuBLAS workspace is allocated in the profile run and kept: the forward's peak
+     * holds it where the layers make cuBLAS calls, the sampler's always (from the lm_head's
+     * GEMM at the latest, vllm_layers_blas).  It is a component of its own, in both phases:
+     * 'ws_peak' is what of it the peak vLLM measures holds, and the budget pays */
     hidden_bytes = gm_mul_sat(gm_mul_sat(T, m->hidden), 2);
-    ws = est_vllm_cublas_workspace_bytes(cx);
+    ws = est_torch_cublas_workspace_bytes(cx);
     blas = vllm_layers_blas(cx, T);
     if (gm_add_sat(gm_add_sat(sampler, hidden_bytes), blas ? 0 : ws) > act) {
-        act = gm_add_sat(hidden_bytes, ws);
+        act = hidden_bytes;
+        ws_peak = ws;
     } else {
         sampler = 0;
-        if (blas)
-            act = gm_add_sat(act, ws);
+        ws_peak = blas ? ws : 0;
     }
     /* a multimodal model's dummy encoder outputs stay through both */
     if (m->vision.kind != GM_VISION_NONE && !vllm_era_v0(era))
@@ -1310,9 +1311,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->budget_bytes = budget;
     sv->non_torch_bytes = non_torch;
     sv->non_torch_logged_bytes = logged;
-    sv->activation_peak_bytes = gm_add_sat(act, sampler);
+    sv->activation_peak_bytes = gm_add_sat(gm_add_sat(act, sampler), ws_peak);
     /* the budget pays what the version counts as non-torch (vllm_non_torch_logged) */
-    need = gm_add_sat(gm_add_sat(w, act), gm_add_sat(sampler, logged));
+    need = gm_add_sat(gm_add_sat(w, sv->activation_peak_bytes), logged);
     if (era == VLLM_V1_GRAPHS)
         need = gm_add_sat(need, graphs);
     pool = budget > need ? budget - need : 0;
@@ -1329,14 +1330,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     engine_weights(cx, w, t, pp > 1);
     if (sampler)
         snprintf(note, sizeof note,
-                 "profile run: the hidden states of %llu batched tokens, kept while sampling, and "
-                 "%.1f MiB of cuBLAS workspace",
-                 (unsigned long long)T, (double)ws / (double)GM_MIB);
-    else if (blas)
-        snprintf(note, sizeof note,
-                 "profile run: %llu batched tokens through one layer, 16-bit, and %.1f MiB of "
-                 "cuBLAS workspace",
-                 (unsigned long long)T, (double)ws / (double)GM_MIB);
+                 "profile run: the hidden states of %llu batched tokens, kept while sampling",
+                 (unsigned long long)T);
     else
         snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
                  (unsigned long long)T);
@@ -1347,6 +1342,13 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
              samplers[sampler_kind].what, (unsigned long long)seqs, per_logit);
     if (sampler && (st = est_add(e, GM_KIND_LOGITS, "logits", sampler, GM_EST_PHASE_PREFILL, true,
                                  GM_EXTENT_HEAD, note, err)))
+        return st;
+    snprintf(note, sizeof note,
+             "PyTorch's, from the caching allocator at the profile run's %s and kept: %s the "
+             "profile peak",
+             blas ? "first layer" : "lm_head GEMM", ws_peak ? "inside" : "after");
+    if ((st = est_add(e, GM_KIND_TORCH_WORKSPACE, "cublas_workspace", ws, GM_EST_PHASE_INFER_ALL,
+                      false, GM_EXTENT_ONE_LAYER, note, err)))
         return st;
     snprintf(note, sizeof note, "%llu blocks of %llu tokens (%llu B per token, %s)",
              (unsigned long long)sv->kv_blocks, (unsigned long long)bs,
