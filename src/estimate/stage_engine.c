@@ -345,32 +345,39 @@ static bool vllm_gptq_marlin(const struct est_ctx *cx)
 }
 
 /* PyTorch's cuBLAS workspace on one GPU: cuBLAS gets it from the caching allocator the first
- * time a handle runs on a stream (getCurrentCUDABlasHandle -> setWorkspaceForHandle ->
- * getNewWorkspace: "CUDACachingAllocator::get()->allocate(getChosenWorkspaceSize())"), and it
- * stays for the life of the process; its size, without CUBLAS_WORKSPACE_CONFIG, is ":4096:2:16:8"
- * (2 x 4096 KiB + 8 x 16 KiB) and 32 MiB on compute capability 9.0 ("32MiB for Hopper",
- * parseChosenWorkspaceSize, aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a3905; the Hopper
- * default since pytorch/pytorch PR #89027, PyTorch 2.0).  A GPU of unknown compute capability
- * takes the smaller default. */
+ * time a handle is obtained on a stream, before its first GEMM (getCurrentCUDABlasHandle ->
+ * setWorkspaceForHandle -> getNewWorkspace: "CUDACachingAllocator::get()->allocate(
+ * getChosenWorkspaceSize())"), and it stays for the life of the process; its size, without
+ * CUBLAS_WORKSPACE_CONFIG, is ":4096:2:16:8" (2 x 4096 KiB + 8 x 16 KiB) and 32 MiB on compute
+ * capability 9.0 ("32MiB for Hopper", parseChosenWorkspaceSize,
+ * aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a3905; the Hopper default since pytorch/pytorch
+ * PR #91564, merged 2023-01-03, PyTorch 2.0).  A GPU of unknown compute capability takes the
+ * smaller default. */
 uint64_t est_torch_cublas_workspace_bytes(const struct est_ctx *cx)
 {
     return cx->job->gpu.sm == 90 ? 32 * GM_MIB : 2 * 4096 * 1024 + 8 * 16 * 1024;
 }
 
-/* Whether the profile run's decoder layers make cuBLAS calls, so the workspace
- * (est_torch_cublas_workspace_bytes) is allocated at the first layer's first GEMM and lives
- * through the forward's peak: 16-bit linears (unquantised weights, or roles the scheme keeps in
- * 16 bit, gm_quant_kept_roles: MXFP4's attention), bitsandbytes (dequantise, then matmul), the
- * plain GPTQ kernel above 50 rows (4-bit; 24 at 8 bits: "MAX_Q_GEMM_ROWS 50", the weight is
- * reconstructed and cublasHgemm runs, csrc/quantization/gptq/q_gemm.cu @ 6ab6cdd) and plain AWQ
- * from 256 tokens (vllm_awq_plain).  Otherwise (Marlin, FP8, int and FP4 kernels) the first
+/* Whether the profile run's decoder layers take PyTorch's cuBLAS handle, so the workspace
+ * (est_torch_cublas_workspace_bytes) is allocated in the first layer and lives through the
+ * forward's peak: 16-bit linears (unquantised weights, or roles the scheme keeps in 16 bit,
+ * gm_quant_kept_roles: MXFP4's attention; and a mixture of experts' router, which vLLM builds
+ * unquantised under every scheme: MixtralMoE's gate "ReplicatedLinear(..., linear_method=None)",
+ * vllm/model_executor/models/mixtral.py @ 005df92, "quant_config=None" in the later MoE models),
+ * bitsandbytes (dequantise, then matmul), the plain GPTQ kernel at any size (gptq_gemm hands
+ * "at::cuda::getCurrentCUDABlasHandle()" to gemm_half_q_half_cuda on every call, whichever branch
+ * then runs, csrc/quantization/gptq/q_gemm.cu @ 6ab6cdd) and plain AWQ from 256 tokens
+ * (vllm_awq_plain).  Otherwise (Marlin, FP8 through cutlass, int and FP4 kernels) the first
  * cuBLAS call is the 16-bit lm_head's, after the forward, so the workspace joins the sampler's
- * peak only. */
+ * peak only.  Not modelled: FP8 through the torch._scaled_mm fallback (no cutlass FP8 kernel for
+ * the GPU or CUDA build), whose cuBLASLt handle takes the same workspace in the layers. */
 static bool vllm_layers_blas(const struct est_ctx *cx, uint64_t tokens)
 {
     const struct gm_quant *q = cx->quant;
+    unsigned kept = q ? gm_quant_kept_roles(q) : 0;
     if (!q || q->method == GM_QUANT_NONE ||
-        (gm_quant_kept_roles(q) & ((1u << GM_ROLE_ATTENTION) | (1u << GM_ROLE_MLP))))
+        (kept & ((1u << GM_ROLE_ATTENTION) | (1u << GM_ROLE_MLP))) ||
+        (cx->m && cx->m->n_experts && (kept & (1u << GM_ROLE_ROUTER))))
         return true;
     switch (q->method) {
     case GM_QUANT_BNB_INT8:
@@ -378,7 +385,7 @@ static bool vllm_layers_blas(const struct est_ctx *cx, uint64_t tokens)
     case GM_QUANT_BNB_FP4:
         return true;
     case GM_QUANT_GPTQ:
-        return !vllm_gptq_marlin(cx) && tokens > (q->bits == 8 ? 24u : 50u);
+        return !vllm_gptq_marlin(cx);
     case GM_QUANT_AWQ:
         return vllm_awq_plain(cx) && tokens >= 256;
     default:

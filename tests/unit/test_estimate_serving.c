@@ -838,6 +838,46 @@ static void test_vllm_cublas_workspace(void **state)
     est = NULL;
 }
 
+/* Where the layers take PyTorch's cuBLAS handle though the scheme quantises attention and MLP.
+ * Plain GPTQ (no Marlin below compute capability 8.0): gptq_gemm passes
+ * getCurrentCUDABlasHandle() on every call, whatever the rows (csrc/quantization/gptq/q_gemm.cu
+ * @ 6ab6cdd), so the workspace is in the forward's peak even at 40 tokens, below the 50 rows
+ * where the weight is reconstructed.  A mixture of experts under GPTQ-Marlin: vLLM builds the
+ * router unquantised (mixtral.py @ 005df92, "linear_method=None"), a 16-bit GEMM in every
+ * layer, so the forward's peak holds it as the 16-bit model's does. */
+static void test_vllm_cublas_workspace_quantised_layers(void **state)
+{
+    struct gm_job j;
+    const char *moe = "--infer --engine vllm --vllm-version 0.6.5 --gpu A100-80GB "
+                      "--max-model-len 2048 --max-num-seqs 1";
+    char args[256];
+    (void)state;
+    /* Phi-4, plain GPTQ on a T4, 40 tokens of one sequence: the forward (40 x (3 x 17920 + 3 x
+     * 5120) x 2 B) outweighs the sampler of 100352 logits over the hidden states */
+    job_make("microsoft/phi-4",
+             "--infer --engine vllm --quant gptq --vllm-version 0.6.5 --gpu T4 "
+             "--max-model-len 40 --max-num-batched-tokens 40 --max-num-seqs 1",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.max_num_batched_tokens, 40);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_LOGITS), 0); /* the forward's peak */
+    assert_int_equal(est->serving.activation_peak_bytes,
+                     40ull * (3 * 17920 + 3 * 5120) * 2 + ws_default);
+    gm_estimate_free(est);
+    est = NULL;
+    /* Mixtral-8x7B, GPTQ through Marlin, one sequence of 2048 tokens: the forward is the peak,
+     * with the workspace, as at 16 bit */
+    snprintf(args, sizeof args, "%s --quant gptq", moe);
+    job_make("mixtral-8x7b", args, &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_LOGITS), 0); /* the forward's peak */
+    assert_int_equal(est->serving.activation_peak_bytes,
+                     gm_estimate_kind_bytes(est, GM_KIND_ACTIVATIONS) + ws_default);
+    assert_int_equal(est->serving.activation_peak_bytes, activations_of("mixtral-8x7b", moe));
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 /* The profile peak vLLM's non-sampling workers print for 'model' served with 'args' (0 where
  * every rank samples); no worker's KV memory without one. */
 static uint64_t worker_peak_of(const char *model, const char *args)
@@ -1841,6 +1881,7 @@ int main(void)
         cmocka_unit_test(test_vllm_quant_kernel_choices),
         cmocka_unit_test(test_vllm_profile_forward_peak),
         cmocka_unit_test(test_vllm_cublas_workspace),
+        cmocka_unit_test(test_vllm_cublas_workspace_quantised_layers),
         cmocka_unit_test(test_vllm_v0_workers_without_sampler),
         cmocka_unit_test(test_vllm_cuda_context_by_gpu),
         cmocka_unit_test(test_vllm_non_torch_by_version),
