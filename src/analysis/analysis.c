@@ -888,6 +888,26 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
     }
 }
 
+/* The loader's scan's allocations trace[0..n) (each with its event's extra id for a stream)
+ * moved to trace[n_early..n_early + n) with their streams: one pass over an array of
+ * millions (from the back: the two ranges overlap), where a pass for the streams and a
+ * memmove() would read and write it twice. */
+static void move_with_streams(struct gm_analysis_alloc *trace, size_t n, size_t n_early,
+                              const struct gm_snapshot *snap)
+{
+    if (!n_early) {
+        for (size_t i = 0; i < n; i++)
+            trace[i].stream = gm_snapshot_extra_stream(snap, trace[i].stream);
+        return;
+    }
+    for (size_t i = n; i-- > 0;) {
+        /* (the whole record, padding included: analyses compare allocations bytewise) */
+        uint64_t stream = gm_snapshot_extra_stream(snap, trace[i].stream);
+        memcpy(&trace[i + n_early], &trace[i], sizeof(*trace));
+        trace[i + n_early].stream = stream;
+    }
+}
+
 /* Step 1: the scan the loader made, or a walk of the trace; then what needs the whole
  * trace: the streams of the loader's allocations, the blocks alive at snapshot time, the
  * early allocations in front of the others. */
@@ -919,9 +939,7 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         s = *taken;
         gm_free(taken);
         s.budget = gm_budget_make(snap->memory_limit, base + s.budget.used);
-        for (size_t i = 0; i < s.n_trace; i++) {
-            s.trace[i].stream = gm_snapshot_extra_stream(snap, s.trace[i].stream);
-        }
+        /* (the trace's allocations get theirs as they move behind the early ones, below) */
         for (size_t i = 0; i < s.n_early; i++) {
             s.early[i].stream = gm_snapshot_extra_stream(snap, s.early[i].stream);
         }
@@ -1026,7 +1044,10 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     if (w->n_timed != sd->n_events)
         drop_times(w);
     if (dev->n_allocs) {
-        memmove(s.trace + s.n_early, s.trace, s.n_trace * sizeof(*s.trace));
+        if (loaded)
+            move_with_streams(s.trace, s.n_trace, s.n_early, snap);
+        else
+            memmove(s.trace + s.n_early, s.trace, s.n_trace * sizeof(*s.trace));
         if (s.n_early)
             memcpy(s.trace, s.early, s.n_early * sizeof(*s.early));
         if (!ana_priv_keep(w->priv, s.trace, s.cap_trace * sizeof(*s.trace))) {

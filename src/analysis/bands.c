@@ -316,6 +316,9 @@ static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
         /* a window at or before the one of its alloc (ne * w / W <= alloc_event for this
          * w); the loop passes over those that end at or before its alloc */
         w = a->alloc_event < 0 ? 0 : (size_t)((uint64_t)a->alloc_event * W / ne);
+        /* most: inside the window of its alloc and turned away by its threshold */
+        if (w < W && a->alloc_event >= wk[w] && end <= wk[w + 1] && (double)bound[i] < h[w].thr)
+            continue;
         for (; w < W; w++) {
             int64_t k0 = wk[w], k1 = wk[w + 1];
             double wx0 = wx[w], wx1 = wx[w + 1];

@@ -15,13 +15,14 @@
 #endif
 
 #ifdef GM_BIG_MAPPED
-/* Mapping sizes are whole 2 MiB units: the kernel places such anonymous mappings on a
- * 2 MiB boundary, where a huge page can back every part of them. */
-#define HUGE_UNIT ((size_t)2 << 20)
+/* Mapping sizes are whole 2 MiB units: an array that grows a little at a time is
+ * remapped once per 2 MiB, and pages never written cost nothing.  No huge pages are asked
+ * for (big.h). */
+#define MAP_UNIT ((size_t)2 << 20)
 
 static size_t map_round(size_t n)
 {
-    return (n + HUGE_UNIT - 1) & ~(HUGE_UNIT - 1);
+    return (n + MAP_UNIT - 1) & ~(MAP_UNIT - 1);
 }
 
 static void *map_new(size_t bytes)
@@ -30,9 +31,6 @@ static void *map_new(size_t bytes)
         mmap(NULL, map_round(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
-#ifdef MADV_HUGEPAGE
-    (void)madvise(m, map_round(bytes), MADV_HUGEPAGE);
-#endif
     return m;
 }
 #endif
@@ -41,7 +39,7 @@ void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes)
 {
 #ifdef GM_BIG_MAPPED
     void *n;
-    if (new_bytes > SIZE_MAX - HUGE_UNIT)
+    if (new_bytes > SIZE_MAX - MAP_UNIT)
         return NULL;
     if (old_bytes < GM_BIG_MIN && new_bytes < GM_BIG_MIN)
         return gm_realloc(p, new_bytes);

@@ -2,14 +2,21 @@
 /* big.h - growable arrays of many megabytes (library-internal).
  *
  * Reading a large snapshot fills a few arrays of tens of megabytes (the trace events, the
- * pickle memo).  From malloc() their pages come 4 KiB at a time, one page fault each (about
- * 2.5 us on a virtual machine: a quarter of the time of reading the file), and a larger
- * realloc() may copy.  An array that reaches GM_BIG_MIN bytes moves to an anonymous
- * mapping of its own advised for transparent huge pages (one fault per 2 MiB where the
- * kernel allows it) that grows with mremap(), which moves page tables instead of bytes.
- * Smaller arrays, other systems and the sanitizer build (GM_ARENA_MALLOC, so that
- * AddressSanitizer sees every array) use gm_realloc().  The caller keeps the capacity in
- * bytes, which tells the two kinds apart.  Both go through the allocation-failure hook. */
+ * pickle memo, the analysis's per-event and per-allocation arrays), and a larger realloc()
+ * may copy.  An array that reaches GM_BIG_MIN bytes moves to an anonymous mapping of its
+ * own that grows with mremap(), which moves page tables instead of bytes.  Smaller arrays,
+ * other systems and the sanitizer build (GM_ARENA_MALLOC, so that AddressSanitizer sees
+ * every array) use gm_realloc().  The caller keeps the capacity in bytes, which tells the
+ * two kinds apart.  Both go through the allocation-failure hook.
+ *
+ * The mappings ask for no transparent huge pages (the system's default applies: none where
+ * THP is "madvise").  On a virtual machine whose balloon reports free memory to the host
+ * (virtio-balloon free page reporting, of blocks of 2 MiB and more, which the host then
+ * discards), a fresh huge page is exactly such a block: its first write faults in the host
+ * as well.  Measured on the build machine (a guest with reporting on, page_reporting_order 9),
+ * writing 400 MB of fresh memory took 0.49 to 0.92 s of system time in huge pages against
+ * 0.12 to 0.19 s in 4 KiB pages (from free memory the guest had not reported), and
+ * `gpumem snapshot categories` of a 1 GB snapshot 1.09 s of system time against 0.38 s. */
 #ifndef GM_BASE_BIG_H
 #define GM_BASE_BIG_H
 

@@ -152,6 +152,7 @@ static inline void memo_place_key(struct gm_fmt_memo *m, unsigned n_digits)
     m->n = (uint8_t)(n_digits + m->n_key);
     m->off = (uint8_t)(GM_FMT_MEMO_END - m->n);
     memcpy(m->s + GM_FMT_MEMO_END - n_digits - GM_FMT_KEY_MAX, m->key, GM_FMT_KEY_MAX);
+    m->last8 = gm_load64(m->s + GM_FMT_MEMO_END - 8);
 }
 
 void gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key)
@@ -171,7 +172,7 @@ void gm_fmt_slots_init(struct gm_fmt_slot *slots, size_t n_slots, const struct g
     for (size_t i = 0; i < n_slots; i++) {
         slots[i].v = 0;
         slots[i].n = m->n;
-        memcpy(slots[i].s, m->s + m->off, GM_FMT_MEMO_ROOM);
+        (void)gm_fmt_memo_put(slots[i].s, m, GM_FMT_MEMO_ROOM);
     }
 }
 
@@ -188,12 +189,11 @@ char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
             memcpy(last - 2, pairs + 2 * q, 2);
         else
             last[-1] = (char)('0' + q);
-        gm_store64(last, gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS);
+        m->last8 = gm_digits8((uint32_t)lo) | GM_ASCII_ZEROS; /* (s[]'s copy may be stale) */
         m->base = v - lo; /* below wide_base + wide_span: the block lies below 2^64 */
         m->block = true;
         m->v = v;
-        memcpy(p, m->s + m->off, GM_FMT_MEMO_ROOM);
-        return p + m->n;
+        return gm_fmt_memo_put(p, m, GM_FMT_MEMO_ROOM);
     }
     m->wide_span = 0;
     if (v < 100000000u) {
@@ -229,8 +229,7 @@ char *gm_fmt_memo_slow(char *p, uint64_t v, struct gm_fmt_memo *m)
     n += 8 - (lead ? (unsigned)__builtin_ctzll(lead) >> 3 : 7);
     memo_place_key(m, n);
     m->v = v;
-    memcpy(p, m->s + m->off, GM_FMT_MEMO_ROOM);
-    return p + m->n;
+    return gm_fmt_memo_put(p, m, GM_FMT_MEMO_ROOM);
 }
 
 char *gm_fmt_i64(char *p, int64_t v)

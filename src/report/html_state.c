@@ -316,7 +316,7 @@ struct a_rows {
     size_t n;      /* rows written */
 };
 
-static void a_rows_put(struct a_rows *ar, const struct gm_analysis_alloc *a)
+static GM_INLINE_ALWAYS void a_rows_put(struct a_rows *ar, const struct gm_analysis_alloc *a)
 {
     struct gm_json *w = ar->c->w;
     if (ar->p && ar->end - ar->p >= (ptrdiff_t)A_ROW_MAX + 1) {

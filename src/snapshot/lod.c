@@ -187,12 +187,15 @@ double gm_lod_bucket_end(const struct gm_lod *l, unsigned b, double x)
     return c;
 }
 
-/* Bucket 'b' holding only the value carried from 'p'. */
-static void carry(struct gm_lod_bucket *b, const struct gm_lod_bucket *p)
+/* A bucket holding only the value carried from 'p', its padding zero as in the buckets
+ * gm_lod_init() makes (they are copied whole, and compared whole by the tests). */
+static struct gm_lod_bucket carried(const struct gm_lod_bucket *p)
 {
-    b->min = b->max = b->last = p->last;
-    b->kmin = b->kmax = b->klast = p->klast;
-    b->n = 0;
+    struct gm_lod_bucket c;
+    memset(&c, 0, sizeof(c));
+    c.min = c.max = c.last = p->last;
+    c.kmin = c.kmax = c.klast = p->klast;
+    return c;
 }
 
 unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v)
@@ -207,12 +210,14 @@ unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v)
         return gm_lod_add_here(l, k, v);
     if (l->any_) {
         const struct gm_lod_bucket *prev = &l->b[l->cur_];
+        /* (made once and copied whole: at the finest level a point often skips buckets) */
+        const struct gm_lod_bucket c = carried(prev);
         for (unsigned u = l->cur_ + 1; u < bi; u++)
-            carry(&l->b[u], prev);
+            l->b[u] = c;
         /* the value before this point holds at the bucket's start unless the point is
          * exactly there */
         if (p > (double)bi) {
-            carry(&l->b[bi], prev);
+            l->b[bi] = c;
             l->cur_ = bi;
             l->cur_b_ = &l->b[bi];
             return GM_LOD_NEW | gm_lod_add_here(l, k, v);
@@ -239,8 +244,11 @@ void gm_lod_finish(struct gm_lod *l)
         }
         return;
     }
-    for (unsigned u = l->cur_ + 1; u < l->n; u++)
-        carry(&l->b[u], &l->b[l->cur_]);
+    {
+        const struct gm_lod_bucket c = carried(&l->b[l->cur_]);
+        for (unsigned u = l->cur_ + 1; u < l->n; u++)
+            l->b[u] = c;
+    }
 }
 
 enum gm_status gm_lod_coarsen(struct gm_lod *dst, const struct gm_lod *src, unsigned factor,

@@ -2837,6 +2837,85 @@ static void test_first_pass_used_on_streams_and_step_ranges(void **state)
         }
 }
 
+/* A trace that starts with 'n_early' frees of blocks allocated before it (early allocations,
+ * which go in front of the trace's own) and goes on with 300 allocations, each freed by the
+ * event after it; the ith early block and the ith allocation on stream 0x5000 + i % 3. */
+static void write_early_frees_on_streams(char **buf, size_t *len, int n_early)
+{
+    struct gm_pickle_writer *w;
+    struct gm_error err;
+    FILE *f = open_memstream(buf, len);
+    int n = n_early + 600;
+    assert_non_null(f);
+    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
+    gm_pickle_dict_begin(w, 2);
+    gm_pickle_str(w, "segments");
+    gm_pickle_list_begin(w, 0);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "device_traces");
+    gm_pickle_list_begin(w, 1);
+    gm_pickle_list_begin(w, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        /* past the early frees: allocation a at event n_early + 2a, its free after it */
+        int k = i - n_early, a = k / 2;
+        bool alloc = k >= 0 && k % 2 == 0;
+        uint64_t addr =
+            k < 0 ? 0x7e0000000000u + 4096u * (uint64_t)i : 0x7f0000000000u + 4096u * (uint64_t)a;
+        gm_pickle_dict_begin(w, 5);
+        gm_pickle_str(w, "action");
+        gm_pickle_str(w, alloc ? "alloc" : "free_completed");
+        gm_pickle_str(w, "addr");
+        gm_pickle_uint(w, addr);
+        gm_pickle_str(w, "size");
+        gm_pickle_uint(w, 512u + (uint64_t)(k < 0 ? i : a));
+        gm_pickle_str(w, "stream");
+        gm_pickle_uint(w, 0x5000u + (uint64_t)((k < 0 ? i : a) % 3));
+        gm_pickle_str(w, "frames");
+        gm_pickle_list_begin(w, 0);
+        gm_pickle_list_end(w);
+        gm_pickle_dict_end(w);
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Early allocations (frees of blocks allocated before the trace) go in front of the trace's
+ * own, each allocation with its stream, whether the first pass was made while loading (the
+ * trace's allocations then get their streams as they move behind the early ones) or the trace
+ * is walked after; with no early allocation too. */
+static void test_first_pass_early_allocations_keep_their_streams(void **state)
+{
+    static const int n_early[] = {0, 1, 7};
+    (void)state;
+    for (size_t c = 0; c < sizeof(n_early) / sizeof(n_early[0]); c++) {
+        char *buf, *html;
+        size_t len, taken;
+        struct gm_snapshot *snap;
+        struct gm_analysis *an;
+        write_early_frees_on_streams(&buf, &len, n_early[c]);
+        first_pass_agrees(buf, len, "early frees on streams");
+        an = analyse_loaded(buf, len, 0, true, &snap, &html, &taken);
+        assert_int_equal(taken, 1);
+        const struct gm_analysis_device *d = &an->devices[0];
+        assert_int_equal(d->n_allocs, (size_t)n_early[c] + 300);
+        for (size_t i = 0; i < d->n_allocs; i++) {
+            const struct gm_analysis_alloc *x = &d->allocs[i];
+            bool early = i < (size_t)n_early[c];
+            size_t j = early ? i : i - (size_t)n_early[c];
+            assert_int_equal(x->alloc_event, early ? -1 : (int32_t)(n_early[c] + 2 * (int)j));
+            assert_int_equal(x->bytes, 512u + j);
+            assert_int_equal(x->stream, 0x5000u + j % 3);
+        }
+        free(html);
+        gm_analysis_free(an);
+        gm_snapshot_free(snap);
+        free(buf);
+    }
+}
+
 /* Pickle opcodes for write_long_batch(), protocol 2 (pickletools names). */
 static void op_str(FILE *f, const char *s)
 {
@@ -3515,6 +3594,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_analysis_without_series_keeps_the_figures),
     cmocka_unit_test(test_first_pass_while_loading_equals_the_walk),
     cmocka_unit_test(test_first_pass_used_on_streams_and_step_ranges),
+    cmocka_unit_test(test_first_pass_early_allocations_keep_their_streams),
     cmocka_unit_test(test_first_pass_after_a_long_batch_is_the_walk),
     cmocka_unit_test(test_first_pass_kept_when_the_fold_gives_up_at_its_finish),
     cmocka_unit_test(test_first_pass_blocks_from_the_start_per_device),

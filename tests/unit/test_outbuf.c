@@ -209,11 +209,13 @@ static void test_memo_next(void **state)
 
 static void test_memo(void **state)
 {
-    /* no key, a trace's key, the longest key; then the short copy with no key and the
+    /* the shortest key (the text's last eight bytes then reach into it for one digit), a
+     * trace's key, the longest key; then the short copy with the shortest key and the
      * longest short key */
-    static const char *const keys[] = {
-        "", ",\"allocated_bytes\":", ",\"a_key_of_24_bytes___\":", "", ",\"a_key_12\":"};
+    static const char *const keys[] = {",\"key\":", ",\"allocated_bytes\":",
+                                       ",\"a_key_of_24_bytes___\":", ",\"key\":", ",\"a_key_12\":"};
     (void)state;
+    assert_int_equal(strlen(keys[0]), GM_FMT_KEY_MIN);
     assert_int_equal(strlen(keys[2]), GM_FMT_KEY_MAX);
     assert_int_equal(strlen(keys[4]), GM_FMT_SHORT_KEY);
     for (size_t ki = 0; ki < sizeof(keys) / sizeof(keys[0]); ki++) {

@@ -2,7 +2,8 @@
 /* test_trace.c - unit tests of the trace writer (src/analysis/trace.c): every NDJSON event
  * line is what printf writes for the event, its extra and the walk's totals after it,
  * whatever the writer keeps from the line before (the end of a line kept as text while
- * stack, extra, pool flag and reserved total stay; the slots of sizes, addresses and totals;
+ * stack, extra, pool flag and reserved total stay; the slots of sizes, addresses, address and
+ * size pairs (one too long to keep among them) and totals;
  * the memos' spans of digits), and each stack's frames line comes before the first event that names
  * it; in text, the size and total columns are gm_format_bytes() of them (kept in slots by value).
  */
@@ -100,6 +101,12 @@ static void build(struct gm_snapshot_event *ev, size_t n)
         }
         e->addr = addr;
         e->size = (r >> 32) % 5 == 0 ? rnd() >> (rnd() % 64) : ((r >> 35) % 40 + 1) * 1048576;
+        if (i % 97 == 5 || i % 97 == 6 || i % 97 == 40) {
+            /* one address and size again and again whose ,"addr":A,"size":S text (51 bytes)
+             * is longer than the writer keeps for a pair: made anew each time */
+            e->addr = UINT64_MAX - 999;
+            e->size = UINT64_C(123456789012345);
+        }
         t += (r >> 40) % 9 == 0 ? rnd() % UINT64_C(5000000000) : (r >> 44) % 300;
         e->time_us = (r >> 50) % 97 == 0 ? -(int64_t)(rnd() % 100000) : (int64_t)t;
         if ((r >> 52) % 9 == 0) {
