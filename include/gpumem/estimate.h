@@ -671,9 +671,11 @@ enum gm_est_kind {
     GM_KIND_KV_CACHE,        /* attention keys and values kept for generation */
     GM_KIND_COMM_BUFFERS,    /* DDP gradient buckets, ZeRO reduce/all-gather buckets */
     GM_KIND_ENGINE_POOL,     /* an engine's own buffers: CUDA-graph pool, ggml compute */
+    GM_KIND_TORCH_WORKSPACE, /* the cuBLAS workspace PyTorch takes from its caching allocator
+                                for a handle and stream, kept for the process */
     /* Runtime overheads: outside the caching allocator, on the device figure only. */
     GM_KIND_CUDA_CONTEXT, /* CUDA context and loaded kernels */
-    GM_KIND_WORKSPACE,    /* cuBLAS / cuDNN workspaces */
+    GM_KIND_WORKSPACE,    /* cuBLAS / cuDNN workspaces and handles (--workspace) */
     GM_KIND_NCCL,         /* NCCL communicator buffers */
     GM_KIND_NON_TORCH,    /* vLLM's measured non-torch memory (NCCL, cuBLAS, ...) */
     GM_KIND_RESERVE,      /* weights mode: the flat reserve for everything else */

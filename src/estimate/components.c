@@ -203,6 +203,7 @@ static const struct {
     [GM_KIND_KV_CACHE] = {"kv_cache", false, GM_CATEGORY_ACTIVATION},
     [GM_KIND_COMM_BUFFERS] = {"comm_buffers", false, GM_CATEGORY_OTHER},
     [GM_KIND_ENGINE_POOL] = {"engine_pool", false, GM_CATEGORY_OTHER},
+    [GM_KIND_TORCH_WORKSPACE] = {"torch_workspace", false, GM_CATEGORY_OTHER},
     [GM_KIND_CUDA_CONTEXT] = {"cuda_context", true, GM_CATEGORY_OTHER},
     [GM_KIND_WORKSPACE] = {"workspace", true, GM_CATEGORY_OTHER},
     [GM_KIND_NCCL] = {"nccl", true, GM_CATEGORY_OTHER},

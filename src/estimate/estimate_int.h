@@ -483,10 +483,10 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
  * supports none, or where 'p2p' is false: the GPUs have no peer access, or the group spans
  * nodes). */
 uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
-/* PyTorch's cuBLAS workspace on the job's GPU, which the caching allocator gives cuBLAS at a
- * process's first GEMM and which vLLM's profile run therefore holds: 32 MiB on compute
- * capability 9.0, else 8.125 MiB (stage_engine.c). */
-uint64_t est_vllm_cublas_workspace_bytes(const struct est_ctx *cx);
+/* PyTorch's cuBLAS workspace on the job's GPU, which the caching allocator gives a cuBLAS
+ * handle at a process's first GEMM on a stream and keeps (a GM_KIND_TORCH_WORKSPACE component):
+ * 32 MiB on compute capability 9.0, else 8.125 MiB (stage_engine.c). */
+uint64_t est_torch_cublas_workspace_bytes(const struct est_ctx *cx);
 /* The NCCL memory vLLM 'version' (0: the current release) counts as non-torch growth because
  * its profile run creates the tensor-parallel device group's communicator: from 0.11 at tp >= 2
  * with peer access within the node ('p2p', est_node_peers), else 0. */

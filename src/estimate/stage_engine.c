@@ -345,32 +345,39 @@ static bool vllm_gptq_marlin(const struct est_ctx *cx)
 }
 
 /* PyTorch's cuBLAS workspace on one GPU: cuBLAS gets it from the caching allocator the first
- * time a handle runs on a stream (getCurrentCUDABlasHandle -> setWorkspaceForHandle ->
- * getNewWorkspace: "CUDACachingAllocator::get()->allocate(getChosenWorkspaceSize())"), and it
- * stays for the life of the process; its size, without CUBLAS_WORKSPACE_CONFIG, is ":4096:2:16:8"
- * (2 x 4096 KiB + 8 x 16 KiB) and 32 MiB on compute capability 9.0 ("32MiB for Hopper",
- * parseChosenWorkspaceSize, aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a3905; the Hopper
- * default since pytorch/pytorch PR #89027, PyTorch 2.0).  A GPU of unknown compute capability
- * takes the smaller default. */
-uint64_t est_vllm_cublas_workspace_bytes(const struct est_ctx *cx)
+ * time a handle is obtained on a stream, before its first GEMM (getCurrentCUDABlasHandle ->
+ * setWorkspaceForHandle -> getNewWorkspace: "CUDACachingAllocator::get()->allocate(
+ * getChosenWorkspaceSize())"), and it stays for the life of the process; its size, without
+ * CUBLAS_WORKSPACE_CONFIG, is ":4096:2:16:8" (2 x 4096 KiB + 8 x 16 KiB) and 32 MiB on compute
+ * capability 9.0 ("32MiB for Hopper", parseChosenWorkspaceSize,
+ * aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a3905; the Hopper default since pytorch/pytorch
+ * PR #91564, merged 2023-01-03, PyTorch 2.0).  A GPU of unknown compute capability takes the
+ * smaller default. */
+uint64_t est_torch_cublas_workspace_bytes(const struct est_ctx *cx)
 {
     return cx->job->gpu.sm == 90 ? 32 * GM_MIB : 2 * 4096 * 1024 + 8 * 16 * 1024;
 }
 
-/* Whether the profile run's decoder layers make cuBLAS calls, so the workspace
- * (est_vllm_cublas_workspace_bytes) is allocated at the first layer's first GEMM and lives
- * through the forward's peak: 16-bit linears (unquantised weights, or roles the scheme keeps in
- * 16 bit, gm_quant_kept_roles: MXFP4's attention), bitsandbytes (dequantise, then matmul), the
- * plain GPTQ kernel above 50 rows (4-bit; 24 at 8 bits: "MAX_Q_GEMM_ROWS 50", the weight is
- * reconstructed and cublasHgemm runs, csrc/quantization/gptq/q_gemm.cu @ 6ab6cdd) and plain AWQ
- * from 256 tokens (vllm_awq_plain).  Otherwise (Marlin, FP8, int and FP4 kernels) the first
+/* Whether the profile run's decoder layers take PyTorch's cuBLAS handle, so the workspace
+ * (est_torch_cublas_workspace_bytes) is allocated in the first layer and lives through the
+ * forward's peak: 16-bit linears (unquantised weights, or roles the scheme keeps in 16 bit,
+ * gm_quant_kept_roles: MXFP4's attention; and a mixture of experts' router, which vLLM builds
+ * unquantised under every scheme: MixtralMoE's gate "ReplicatedLinear(..., linear_method=None)",
+ * vllm/model_executor/models/mixtral.py @ 005df92, "quant_config=None" in the later MoE models),
+ * bitsandbytes (dequantise, then matmul), the plain GPTQ kernel at any size (gptq_gemm hands
+ * "at::cuda::getCurrentCUDABlasHandle()" to gemm_half_q_half_cuda on every call, whichever branch
+ * then runs, csrc/quantization/gptq/q_gemm.cu @ 6ab6cdd) and plain AWQ from 256 tokens
+ * (vllm_awq_plain).  Otherwise (Marlin, FP8 through cutlass, int and FP4 kernels) the first
  * cuBLAS call is the 16-bit lm_head's, after the forward, so the workspace joins the sampler's
- * peak only. */
+ * peak only.  Not modelled: FP8 through the torch._scaled_mm fallback (no cutlass FP8 kernel for
+ * the GPU or CUDA build), whose cuBLASLt handle takes the same workspace in the layers. */
 static bool vllm_layers_blas(const struct est_ctx *cx, uint64_t tokens)
 {
     const struct gm_quant *q = cx->quant;
+    unsigned kept = q ? gm_quant_kept_roles(q) : 0;
     if (!q || q->method == GM_QUANT_NONE ||
-        (gm_quant_kept_roles(q) & ((1u << GM_ROLE_ATTENTION) | (1u << GM_ROLE_MLP))))
+        (kept & ((1u << GM_ROLE_ATTENTION) | (1u << GM_ROLE_MLP))) ||
+        (cx->m && cx->m->n_experts && (kept & (1u << GM_ROLE_ROUTER))))
         return true;
     switch (q->method) {
     case GM_QUANT_BNB_INT8:
@@ -378,7 +385,7 @@ static bool vllm_layers_blas(const struct est_ctx *cx, uint64_t tokens)
     case GM_QUANT_BNB_FP4:
         return true;
     case GM_QUANT_GPTQ:
-        return !vllm_gptq_marlin(cx) && tokens > (q->bits == 8 ? 24u : 50u);
+        return !vllm_gptq_marlin(cx);
     case GM_QUANT_AWQ:
         return vllm_awq_plain(cx) && tokens >= 256;
     default:
@@ -1137,7 +1144,7 @@ static uint64_t vllm_worker_peak(const struct gm_job *j, const struct gm_model *
     uint32_t v = j->stack.vllm;
     if (!vllm_era_v0(era) || (v && v < GM_VERSION(0, 2, 7)) || t < 2 || j->parallel.pp > 1)
         return 0;
-    /* the worker's own cuBLAS workspace (est_vllm_cublas_workspace_bytes): from its first
+    /* the worker's own cuBLAS workspace (est_torch_cublas_workspace_bytes): from its first
      * layer's GEMM, or from its lm_head shard's ('blas' as vllm_layers_blas) */
     fwd = gm_add_sat(profile_activations(m, tokens, t), blas ? ws : 0);
     shard = gm_mul_sat(gm_mul_sat(seqs, est_div_up(est_div_up(m->vocab, 64) * 64, t)), 2);
@@ -1159,7 +1166,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
              graphs, per_token, T, kv_heads, need, pool, layers, ca, logged,
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
-             graph_largest = 0, graph_full = 0, ws;
+             graph_largest = 0, graph_full = 0, ws, ws_peak;
     unsigned kvb100, per_logit;
     bool blas;
     enum vllm_sampler sampler_kind;
@@ -1244,19 +1251,20 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sampler = gm_mul_sat(gm_mul_sat(seqs, m->vocab), per_logit);
     sv->sampler_bytes = sampler;
     /* the sampler runs after the forward (whose intermediates are freed by then): the peak
-     * is the larger of the forward's and the sampler's over the hidden states it leaves.  Both
-     * hold PyTorch's cuBLAS workspace, allocated in the profile run and so inside the peak
-     * vLLM measures, where the layers make cuBLAS calls; else from the lm_head's GEMM, before
-     * the sampler (vllm_layers_blas) */
+     * is the larger of the forward's and the sampler's over the hidden states it leaves.
+     * PyTorch's cuBLAS workspace is allocated in the profile run and kept: the forward's peak
+     * holds it where the layers make cuBLAS calls, the sampler's always (from the lm_head's
+     * GEMM at the latest, vllm_layers_blas).  It is a component of its own, in both phases:
+     * 'ws_peak' is what of it the peak vLLM measures holds, and the budget pays */
     hidden_bytes = gm_mul_sat(gm_mul_sat(T, m->hidden), 2);
-    ws = est_vllm_cublas_workspace_bytes(cx);
+    ws = est_torch_cublas_workspace_bytes(cx);
     blas = vllm_layers_blas(cx, T);
     if (gm_add_sat(gm_add_sat(sampler, hidden_bytes), blas ? 0 : ws) > act) {
-        act = gm_add_sat(hidden_bytes, ws);
+        act = hidden_bytes;
+        ws_peak = ws;
     } else {
         sampler = 0;
-        if (blas)
-            act = gm_add_sat(act, ws);
+        ws_peak = blas ? ws : 0;
     }
     /* a multimodal model's dummy encoder outputs stay through both */
     if (m->vision.kind != GM_VISION_NONE && !vllm_era_v0(era))
@@ -1310,9 +1318,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->budget_bytes = budget;
     sv->non_torch_bytes = non_torch;
     sv->non_torch_logged_bytes = logged;
-    sv->activation_peak_bytes = gm_add_sat(act, sampler);
+    sv->activation_peak_bytes = gm_add_sat(gm_add_sat(act, sampler), ws_peak);
     /* the budget pays what the version counts as non-torch (vllm_non_torch_logged) */
-    need = gm_add_sat(gm_add_sat(w, act), gm_add_sat(sampler, logged));
+    need = gm_add_sat(gm_add_sat(w, sv->activation_peak_bytes), logged);
     if (era == VLLM_V1_GRAPHS)
         need = gm_add_sat(need, graphs);
     pool = budget > need ? budget - need : 0;
@@ -1329,14 +1337,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     engine_weights(cx, w, t, pp > 1);
     if (sampler)
         snprintf(note, sizeof note,
-                 "profile run: the hidden states of %llu batched tokens, kept while sampling, and "
-                 "%.1f MiB of cuBLAS workspace",
-                 (unsigned long long)T, (double)ws / (double)GM_MIB);
-    else if (blas)
-        snprintf(note, sizeof note,
-                 "profile run: %llu batched tokens through one layer, 16-bit, and %.1f MiB of "
-                 "cuBLAS workspace",
-                 (unsigned long long)T, (double)ws / (double)GM_MIB);
+                 "profile run: the hidden states of %llu batched tokens, kept while sampling",
+                 (unsigned long long)T);
     else
         snprintf(note, sizeof note, "profile run: %llu batched tokens through one layer, 16-bit",
                  (unsigned long long)T);
@@ -1347,6 +1349,13 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
              samplers[sampler_kind].what, (unsigned long long)seqs, per_logit);
     if (sampler && (st = est_add(e, GM_KIND_LOGITS, "logits", sampler, GM_EST_PHASE_PREFILL, true,
                                  GM_EXTENT_HEAD, note, err)))
+        return st;
+    snprintf(note, sizeof note,
+             "PyTorch's, from the caching allocator at the profile run's %s and kept: %s the "
+             "profile peak",
+             blas ? "first layer" : "lm_head GEMM", ws_peak ? "inside" : "after");
+    if ((st = est_add(e, GM_KIND_TORCH_WORKSPACE, "cublas_workspace", ws, GM_EST_PHASE_INFER_ALL,
+                      false, GM_EXTENT_ONE_LAYER, note, err)))
         return st;
     snprintf(note, sizeof note, "%llu blocks of %llu tokens (%llu B per token, %s)",
              (unsigned long long)sv->kv_blocks, (unsigned long long)bs,

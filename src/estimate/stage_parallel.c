@@ -170,6 +170,8 @@ static uint64_t shard_bytes(const struct gm_job_parallel *p, int stage, uint64_t
             b = expert_split(b, share, p->ep);
         }
         return b;
+    case GM_KIND_TORCH_WORKSPACE: /* one per GPU, whatever the split */
+        return b;
     default:
         return est_div_up(b, t);
     }

@@ -617,6 +617,7 @@ static void test_kind_categories(void **state)
         {GM_KIND_KV_CACHE, GM_CATEGORY_ACTIVATION},
         {GM_KIND_COMM_BUFFERS, GM_CATEGORY_OTHER},
         {GM_KIND_ENGINE_POOL, GM_CATEGORY_OTHER},
+        {GM_KIND_TORCH_WORKSPACE, GM_CATEGORY_OTHER},
     };
     static const enum gm_est_kind outside[] = {
         GM_KIND_CUDA_CONTEXT, GM_KIND_WORKSPACE, GM_KIND_NCCL,    GM_KIND_NON_TORCH,

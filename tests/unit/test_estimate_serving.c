@@ -710,6 +710,8 @@ static void test_search_binding_limit(void **state)
  * it: the local gate_up stays alive while down_proj writes, so the peak holds gate+up (2
  * ffn / tp), the activation (ffn / tp), the down_proj output, the layer's input and the
  * residual (three hidden-sized tensors), 16-bit. */
+/* The profile peak vLLM prints for 'model' served with 'args': the activations and logits
+ * components, and the cuBLAS workspace where the peak holds it (its own component). */
 static uint64_t activations_of(const char *model, const char *args)
 {
     struct gm_job j;
@@ -717,8 +719,10 @@ static uint64_t activations_of(const char *model, const char *args)
     uint64_t bytes;
     job_make(model, args, &j);
     run(&j, &e);
-    bytes =
-        gm_estimate_kind_bytes(e, GM_KIND_ACTIVATIONS) + gm_estimate_kind_bytes(e, GM_KIND_LOGITS);
+    bytes = e->serving.activation_peak_bytes;
+    assert_in_range(bytes - gm_estimate_kind_bytes(e, GM_KIND_ACTIVATIONS) -
+                        gm_estimate_kind_bytes(e, GM_KIND_LOGITS),
+                    0, gm_estimate_kind_bytes(e, GM_KIND_TORCH_WORKSPACE));
     gm_estimate_free(e);
     return bytes;
 }
@@ -741,12 +745,30 @@ static void test_vllm_profile_forward_peak(void **state)
                      20000ull * (3 * 28672 / 2 + 3 * 8192) * 2 + ws_hopper);
 }
 
+/* The cuBLAS workspace component of 'e': one, of 'bytes', in prefill and decode, persistent. */
+static void assert_workspace_component(const struct gm_estimate *e, uint64_t bytes)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < e->n_components; i++) {
+        const struct gm_est_component *c = &e->components[i];
+        if (c->kind != GM_KIND_TORCH_WORKSPACE)
+            continue;
+        n++;
+        assert_int_equal(c->bytes, bytes);
+        assert_int_equal(c->phases, GM_EST_PHASE_INFER_ALL);
+        assert_false(c->transient);
+    }
+    assert_int_equal(n, 1);
+}
+
 /* PyTorch gives cuBLAS its workspace from the caching allocator at a process's first GEMM
- * (getNewWorkspace, aten/src/ATen/cuda/CublasHandlePool.cpp), in vLLM's profile run: the peak
- * vLLM measures holds it, 32 MiB on compute capability 9.0, else 8.125 MiB.  Checks its size
- * by GPU, and where it joins the peak: from the first layer where the layers run cuBLAS (16-bit
- * weights), from the lm_head's GEMM where they do not (GPTQ through Marlin), so a forward that
- * outweighs the sampler holds it only in the first case. */
+ * (getNewWorkspace, aten/src/ATen/cuda/CublasHandlePool.cpp), in vLLM's profile run, and keeps
+ * it: 32 MiB on compute capability 9.0, else 8.125 MiB.  Checks its size by GPU; that it is a
+ * component of its own (kind torch_workspace) in prefill and decode, so the decode phase, vLLM's
+ * headline peak, holds it; and where it joins the profile peak vLLM measures (and the budget
+ * pays): from the first layer where the layers run cuBLAS (16-bit weights), from the lm_head's
+ * GEMM where they do not (GPTQ through Marlin), so a forward that outweighs the sampler holds it
+ * only in the first case, while the component is there in both. */
 static void test_vllm_cublas_workspace(void **state)
 {
     struct gm_job j;
@@ -754,27 +776,55 @@ static void test_vllm_cublas_workspace(void **state)
     const char *one_seq = "--infer --engine vllm --vllm-version 0.6.5 --gpu A100-80GB "
                           "--max-model-len 2048 --max-num-seqs 1";
     char args[256];
-    uint64_t fwd, q16, qgptq;
+    uint64_t fwd, q16, qgptq, w, kv, graphs;
     (void)state;
     memset(&cx, 0, sizeof cx);
     cx.job = &j;
     job_make("llama-3.1-8b", "--infer --engine vllm --gpu H100", &j);
-    assert_int_equal(est_vllm_cublas_workspace_bytes(&cx), ws_hopper);
+    assert_int_equal(est_torch_cublas_workspace_bytes(&cx), ws_hopper);
     job_make("llama-3.1-8b", "--infer --engine vllm --gpu A100-80GB", &j);
-    assert_int_equal(est_vllm_cublas_workspace_bytes(&cx), ws_default);
+    assert_int_equal(est_torch_cublas_workspace_bytes(&cx), ws_default);
     job_make("llama-3.1-8b", "--infer --engine vllm --gpu T4", &j);
-    assert_int_equal(est_vllm_cublas_workspace_bytes(&cx), ws_default);
+    assert_int_equal(est_torch_cublas_workspace_bytes(&cx), ws_default);
     job_make("llama-3.1-8b", "--infer --engine vllm --gpu-memory 79.25", &j); /* no cc known */
-    assert_int_equal(est_vllm_cublas_workspace_bytes(&cx), 8519680);
+    assert_int_equal(est_torch_cublas_workspace_bytes(&cx), 8519680);
+
+    /* Llama-3.1-70B at tp 2 on H100s: the decode phase (weights, KV pool, CUDA graphs) is the
+     * headline peak and holds the 32 MiB workspace beside the pool the budget leaves */
+    job_make("llama-3.1-70b", "--infer --engine vllm --gpu H100 --gpus 2", &j);
+    run(&j, &est);
+    assert_workspace_component(est, ws_hopper);
+    w = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    kv = gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE);
+    graphs = gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL);
+    assert_int_equal(est->decode_bytes, w + kv + graphs + ws_hopper);
+    assert_int_equal(est->peak_phase, GM_EST_PHASE_DECODE);
+    assert_int_equal(est->peak_allocated_bytes, est->decode_bytes);
+    /* the profile peak holds it (the sampler's phase here), beside the activations */
+    assert_int_equal(est->serving.activation_peak_bytes,
+                     gm_estimate_kind_bytes(est, GM_KIND_ACTIVATIONS) +
+                         gm_estimate_kind_bytes(est, GM_KIND_LOGITS) + ws_hopper);
+    gm_estimate_free(est);
+    est = NULL;
 
     /* Phi-4 at 2048 tokens and one sequence: the forward is the peak.  16-bit: + the workspace */
     fwd = 2048ull * (3 * 17920 + 3 * 5120) * 2;
     q16 = activations_of("microsoft/phi-4", one_seq);
     assert_int_equal(q16, fwd + ws_default);
-    /* GPTQ 4-bit through Marlin: no cuBLAS in the layers, the workspace comes after the peak */
+    /* GPTQ 4-bit through Marlin: no cuBLAS in the layers, the workspace comes after the peak,
+     * yet it is allocated and kept: the component is there all the same */
     snprintf(args, sizeof args, "%s --quant gptq", one_seq);
     qgptq = activations_of("microsoft/phi-4", args);
     assert_int_equal(qgptq, fwd);
+    job_make("microsoft/phi-4", args, &j);
+    run(&j, &est);
+    assert_workspace_component(est, ws_default);
+    assert_int_equal(est->decode_bytes, gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) +
+                                            gm_estimate_kind_bytes(est, GM_KIND_KV_CACHE) +
+                                            gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL) +
+                                            ws_default);
+    gm_estimate_free(est);
+    est = NULL;
     /* with 256 sequences the sampler (after the lm_head's GEMM) is the peak, and holds it */
     job_make("microsoft/phi-4",
              "--infer --engine vllm --quant gptq --vllm-version 0.6.5 --gpu A100-80GB "
@@ -784,6 +834,46 @@ static void test_vllm_cublas_workspace(void **state)
     assert_true(est->serving.sampler_bytes > 0);
     assert_int_equal(est->serving.activation_peak_bytes,
                      est->serving.sampler_bytes + 2048ull * 5120 * 2 + ws_default);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
+/* Where the layers take PyTorch's cuBLAS handle though the scheme quantises attention and MLP.
+ * Plain GPTQ (no Marlin below compute capability 8.0): gptq_gemm passes
+ * getCurrentCUDABlasHandle() on every call, whatever the rows (csrc/quantization/gptq/q_gemm.cu
+ * @ 6ab6cdd), so the workspace is in the forward's peak even at 40 tokens, below the 50 rows
+ * where the weight is reconstructed.  A mixture of experts under GPTQ-Marlin: vLLM builds the
+ * router unquantised (mixtral.py @ 005df92, "linear_method=None"), a 16-bit GEMM in every
+ * layer, so the forward's peak holds it as the 16-bit model's does. */
+static void test_vllm_cublas_workspace_quantised_layers(void **state)
+{
+    struct gm_job j;
+    const char *moe = "--infer --engine vllm --vllm-version 0.6.5 --gpu A100-80GB "
+                      "--max-model-len 2048 --max-num-seqs 1";
+    char args[256];
+    (void)state;
+    /* Phi-4, plain GPTQ on a T4, 40 tokens of one sequence: the forward (40 x (3 x 17920 + 3 x
+     * 5120) x 2 B) outweighs the sampler of 100352 logits over the hidden states */
+    job_make("microsoft/phi-4",
+             "--infer --engine vllm --quant gptq --vllm-version 0.6.5 --gpu T4 "
+             "--max-model-len 40 --max-num-batched-tokens 40 --max-num-seqs 1",
+             &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.max_num_batched_tokens, 40);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_LOGITS), 0); /* the forward's peak */
+    assert_int_equal(est->serving.activation_peak_bytes,
+                     40ull * (3 * 17920 + 3 * 5120) * 2 + ws_default);
+    gm_estimate_free(est);
+    est = NULL;
+    /* Mixtral-8x7B, GPTQ through Marlin, one sequence of 2048 tokens: the forward is the peak,
+     * with the workspace, as at 16 bit */
+    snprintf(args, sizeof args, "%s --quant gptq", moe);
+    job_make("mixtral-8x7b", args, &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_LOGITS), 0); /* the forward's peak */
+    assert_int_equal(est->serving.activation_peak_bytes,
+                     gm_estimate_kind_bytes(est, GM_KIND_ACTIVATIONS) + ws_default);
+    assert_int_equal(est->serving.activation_peak_bytes, activations_of("mixtral-8x7b", moe));
     gm_estimate_free(est);
     est = NULL;
 }
@@ -1791,6 +1881,7 @@ int main(void)
         cmocka_unit_test(test_vllm_quant_kernel_choices),
         cmocka_unit_test(test_vllm_profile_forward_peak),
         cmocka_unit_test(test_vllm_cublas_workspace),
+        cmocka_unit_test(test_vllm_cublas_workspace_quantised_layers),
         cmocka_unit_test(test_vllm_v0_workers_without_sampler),
         cmocka_unit_test(test_vllm_cuda_context_by_gpu),
         cmocka_unit_test(test_vllm_non_torch_by_version),

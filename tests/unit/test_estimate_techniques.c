@@ -1380,9 +1380,12 @@ static void test_vllm_versions(void **state)
         assert_int_equal(with->serving.non_torch_logged_bytes,
                          cases[i].counted == UINT64_MAX ? own - 18 * GM_MIB + 420 * GM_MIB
                                                         : own + cases[i].counted + gap);
+        /* the profile peak holds PyTorch's cuBLAS workspace (16-bit layers): its own component */
         need = gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS) +
                gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS) +
-               gm_estimate_kind_bytes(with, GM_KIND_LOGITS) + with->serving.non_torch_logged_bytes +
+               gm_estimate_kind_bytes(with, GM_KIND_LOGITS) +
+               gm_estimate_kind_bytes(with, GM_KIND_TORCH_WORKSPACE) +
+               with->serving.non_torch_logged_bytes +
                (cases[i].graphs ? gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL) : 0);
         blk = with->serving.kv_bytes_per_token * with->serving.block_size;
         assert_int_equal(with->serving.kv_blocks, (with->serving.budget_bytes - need) / blk);
