@@ -21,6 +21,7 @@
 #define GM_BASE_OUTBUF_H
 
 #include "base/hint.h"
+#include "base/le.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -93,26 +94,6 @@ static inline uint64_t gm_digits8(uint32_t x)
     v += (UINT64_C(0x10000) - 100) * (((v * 10486) >> 20) & UINT64_C(0x0000007F0000007F));
     v += (UINT64_C(0x100) - 10) * (((v * 103) >> 10) & UINT64_C(0x000F000F000F000F));
     return __builtin_bswap64(v);
-}
-
-/* The 8 bytes of v at p, lowest first. */
-static inline void gm_store64(char *p, uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    memcpy(p, &v, 8);
-}
-
-/* The 8 bytes at p, the first lowest (gm_store64()'s inverse). */
-static inline uint64_t gm_load64(const char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
 }
 
 #define GM_ASCII_ZEROS UINT64_C(0x3030303030303030)

@@ -23,6 +23,8 @@
 #include "gpumem/arena.h"
 #include "gpumem/error.h"
 
+#include "base/le.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -239,11 +241,7 @@ static inline bool pk_short_str(const struct pk_doc *doc, pk_val v, const char *
 /* The word of a short string of n bytes (n <= 6) whose opcode is at 'off' (8 bytes readable). */
 static inline uint64_t pk_str_word_at(const struct pk_doc *doc, uint64_t off, size_t n)
 {
-    uint64_t w;
-    memcpy(&w, doc->data + off, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    w = __builtin_bswap64(w);
-#endif
+    uint64_t w = gm_load64(doc->data + off);
     /* opcode, length and up to 6 bytes: a 6-byte string fills the word */
     return n == 6 ? w : w & (((uint64_t)1 << (8 * (n + 2))) - 1);
 }

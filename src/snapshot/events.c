@@ -34,6 +34,7 @@
 
 #include "base/big.h"
 #include "base/hint.h"
+#include "base/le.h"
 
 #include <string.h>
 
@@ -58,34 +59,6 @@ static inline uint64_t zigzag(uint64_t d)
 /* The reader loads 8 bytes at a time, the writer stores 8: the writer keeps SLACK bytes
  * after the last event. */
 #define SLACK 16
-
-static inline uint64_t load64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
-static inline unsigned load16(const uint8_t *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap16(v);
-#endif
-    return v;
-}
-
-static inline void store64(uint8_t *p, uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    memcpy(p, &v, 8);
-}
 
 /* The bytes a number of n bytes keeps of a loaded word, n = 0..8. */
 static const uint64_t LEN_MASK[9] = {0,
@@ -123,14 +96,14 @@ static inline unsigned byte_len(uint64_t v)
  * snap_ev_writer_reserve() made: MAX_EVENT counts every number at 8). */
 static inline uint8_t *put_num(uint8_t *p, uint64_t v, unsigned len)
 {
-    store64(p, v);
+    gm_store64(p, v);
     return p + len;
 }
 
 /* The number of 'len' bytes at *pp, which moves past it. */
 static inline uint64_t get_num(const uint8_t **pp, unsigned len)
 {
-    uint64_t v = load64(*pp) & LEN_MASK[len];
+    uint64_t v = gm_load64(*pp) & LEN_MASK[len];
     *pp += len;
     return v;
 }
@@ -436,7 +409,7 @@ bool gm_snapshot_cursor_fill(struct gm_snapshot_cursor *c)
     tmask = flags & GM_EVENT_HAS_TIME ? UINT64_MAX : 0; /* time_us is 0 without the flag */
     o = c->buf_;
     for (size_t i = 0; i < m; i++, o++) {
-        unsigned h = load16(in), a = h & 15u;
+        unsigned h = gm_load16(in), a = h & 15u;
         in += 2;
         if (GM_UNLIKELY(a == ESCAPE)) {
             unsigned x = *in++;
