@@ -491,6 +491,9 @@ struct gm_job_gpu {
     unsigned sm;           /* compute capability x 10 of a catalog GPU; 0 = unknown */
     bool no_p2p;           /* a catalog GPU without peer access (gm_gpu.no_p2p) */
     unsigned sms;          /* streaming multiprocessors of a catalog GPU; 0 = unknown */
+    uint64_t catalog_bytes; /* a catalog GPU whose total was given (--gpu NAME --gpu-memory SIZE,
+                               in either order): the catalog's own total, which memory_bytes
+                               replaces; 0 = the total is the catalog's or there is no GPU */
 };
 
 #define GM_JOB_MAX_SETTINGS 128
