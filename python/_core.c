@@ -407,8 +407,8 @@ static const struct gm_analysis *analysis_of(struct snapshot_obj *s)
     return s->an;
 }
 
-/* The device an argument names: an index the file has; None: the only device, or the one
- * with the largest allocated peak when there are several. */
+/* The device an argument names: an index the file has; None: gm_default_device(), the
+ * device with the largest allocated peak. */
 static bool resolve_device(struct snapshot_obj *s, PyObject *arg, int32_t *out)
 {
     if (!loaded(s))
@@ -430,38 +430,12 @@ static bool resolve_device(struct snapshot_obj *s, PyObject *arg, int32_t *out)
         *out = (int32_t)v;
         return true;
     }
-    if (s->snap->n_devices == 0) {
-        PyErr_SetString(PyExc_ValueError, "the snapshot names no device");
+    /* the library's rule (gm_default_device): from the analysis kept with the object when
+     * one ran, else from the devices' timelines, the same figure either way */
+    struct gm_error err;
+    if (gm_default_device(s->snap, s->an, out, &err) != GM_OK) {
+        raise_gm(&err, s->path);
         return false;
-    }
-    if (s->snap->n_devices == 1) {
-        *out = s->snap->devices[0].index;
-        return true;
-    }
-    if (s->an) { /* the analysis kept with the object has the figure */
-        size_t best = 0;
-        for (size_t i = 1; i < s->an->n_devices; i++)
-            if (s->an->devices[i].peak_bytes > s->an->devices[best].peak_bytes)
-                best = i;
-        *out = s->an->devices[best].device;
-        return true;
-    }
-    /* else each device's timeline (folded while the file was read: no walk of the trace),
-     * not a whole analysis for the one figure it compares (gm_analysis_device.peak_bytes is
-     * the timeline's, the devices in the same order) */
-    uint64_t best = 0;
-    for (size_t i = 0; i < s->snap->n_devices; i++) {
-        struct gm_snapshot_timeline tl;
-        struct gm_error err;
-        if (gm_snapshot_timeline(s->snap, s->snap->devices[i].index, 0, &tl, &err) != GM_OK) {
-            raise_gm(&err, s->path);
-            return false;
-        }
-        if (i == 0 || tl.peak_bytes > best) {
-            best = tl.peak_bytes;
-            *out = s->snap->devices[i].index;
-        }
-        gm_snapshot_timeline_release(&tl);
     }
     return true;
 }

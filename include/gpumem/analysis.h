@@ -471,6 +471,18 @@ const uint64_t *gm_analysis_totals_cats(const struct gm_analysis_device *dev, si
 const struct gm_analysis_device *gm_analysis_device_by_index(const struct gm_analysis *an,
                                                              int32_t index);
 
+/* The device a reader means when it names none: the one with the largest allocated peak
+ * (gm_snapshot_timeline() peak_bytes), the first of equal peaks, passing over the devices
+ * with neither events nor segments unless every device is like that (then the first).  The
+ * peaks are read from 'an' when given (an analysis of 'snap': its devices' peak_bytes, the
+ * same figure), else from each device's timeline (folded while the file was read: no walk
+ * of the trace).  The one rule for the Python package's default device, calibration's
+ * device and a rank's device (gm_analysis_rank_device()).  On success *out is the device's
+ * CUDA index.  Errors: GM_ERR_INVALID (the snapshot names no device), and those of
+ * gm_snapshot_timeline() when 'an' is NULL. */
+enum gm_status gm_default_device(const struct gm_snapshot *snap, const struct gm_analysis *an,
+                                 int32_t *out, struct gm_error *err);
+
 /* Phase of event 'event' of 'dev' (GM_PHASE_OTHER outside the trace). */
 enum gm_phase gm_analysis_phase_at(const struct gm_analysis_device *dev, int64_t event);
 
@@ -1101,7 +1113,8 @@ const struct gm_snapshot *gm_analysis_diff_site_stack(const struct gm_analysis_d
  * file's device with a trace or segments, the one with the highest peak when several have
  * (a process that drives several GPUs, DataParallel). */
 
-/* The device of the rank 'an' holds (see above), or NULL when it has none. Borrowed. */
+/* The device of the rank 'an' holds (see above: gm_default_device()), or NULL when it has
+ * none (no device with events or segments). Borrowed. */
 const struct gm_analysis_device *gm_analysis_rank_device(const struct gm_analysis *an);
 
 enum gm_rank_metric {

@@ -141,13 +141,15 @@ static inline double gm_lod_axis_x_of(const struct gm_lod_axis *a, int64_t k,
 /* ---- level-of-detail series ---- */
 
 struct gm_lod_bucket {
-    uint64_t min;  /* the least value that holds in the bucket */
-    uint64_t max;  /* the most */
-    uint64_t last; /* the value at the bucket's end (carried into the next one) */
-    int64_t kmin;  /* the point where min first holds (-1: the initial state) */
-    int64_t kmax;  /* the point where max first holds */
-    int64_t klast; /* the point whose value 'last' is */
-    uint32_t n;    /* points whose x falls in the bucket (0: it holds the carried value) */
+    uint64_t min;   /* the least value that holds in the bucket */
+    uint64_t max;   /* the most */
+    uint64_t last;  /* the value at the bucket's end (carried into the next one) */
+    int64_t kmin;   /* the point where min first holds (-1: the initial state) */
+    int64_t kmax;   /* the point where max first holds */
+    int64_t klast;  /* the point whose value 'last' is */
+    uint32_t n;     /* points whose x falls in the bucket (0: it holds the carried value) */
+    uint32_t zero_; /* always 0: the bucket has no padding, so that a copy or a comparison of
+                     * whole buckets covers defined bytes only */
 };
 
 struct gm_lod {

@@ -185,8 +185,8 @@ class Snapshot(_core.Snapshot):
         falls in, 'peak_phase' and 'peak_iteration' of json("categories"), which runs the
         analysis (kept with the object, as categories() runs it)."""
         entry = self._entry("peak", device)
-        if phase:
-            cats = self._entry("categories", device)
+        if phase:  # the device just resolved, not resolved again after the analysis ran
+            cats = self._entry("categories", entry["device"])
             entry["peak_phase"] = cats["peak_phase"]
             entry["peak_iteration"] = cats["peak_iteration"]
         return entry

@@ -11,16 +11,17 @@
 
 const struct gm_analysis_device *gm_analysis_rank_device(const struct gm_analysis *an)
 {
-    const struct gm_analysis_device *best = NULL;
-    for (size_t d = 0; an && d < an->n_devices; d++) {
-        const struct gm_analysis_device *dev = &an->devices[d];
-        const struct gm_snapshot_device *sd = &an->snap->devices[d];
-        if (!sd->n_events && !sd->n_segments)
-            continue;
-        if (!best || dev->peak_bytes > best->peak_bytes)
-            best = dev;
-    }
-    return best;
+    int32_t index;
+    struct gm_error err;
+    const struct gm_snapshot_device *sd;
+    /* the default device (with the analysis no timeline is computed: nothing else fails),
+     * and nothing when that is an empty one (every device is) */
+    if (!an || gm_default_device(an->snap, an, &index, &err) != GM_OK)
+        return NULL;
+    sd = gm_snapshot_device_by_index(an->snap, index);
+    if (!sd || (!sd->n_events && !sd->n_segments))
+        return NULL;
+    return gm_analysis_device_by_index(an, index);
 }
 
 const char *gm_rank_metric_name(enum gm_rank_metric m)

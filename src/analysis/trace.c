@@ -404,22 +404,48 @@ static inline char *put_text(struct gm_outbuf *o, char *p, const char *s, size_t
     return put_long_text(o, p, s, n);
 }
 
+/* The memos of a line and their keys, each of GM_FMT_KEY_MIN to GM_FMT_KEY_MAX bytes (the
+ * static assertion below: gm_fmt_memo_init() refuses any other). */
+#define JSON_MEMOS(X)                                                                              \
+    X(index, ",\"index\":")                                                                        \
+    X(addr, ",\"addr\":")                                                                          \
+    X(device_free, ",\"device_free\":")                                                            \
+    X(size, ",\"size\":")                                                                          \
+    X(time, ",\"time_us\":")                                                                       \
+    X(allocated, ",\"allocated_bytes\":")                                                          \
+    X(reserved, ",\"reserved_bytes\":")                                                            \
+    X(stack, ",\"stack\":")                                                                        \
+    X(fwd, ",\"forward_stack\":")
+#define JSON_MEMO_KEY_FITS(field, key)                                                             \
+    _Static_assert(sizeof(key) - 1 >= GM_FMT_KEY_MIN && sizeof(key) - 1 <= GM_FMT_KEY_MAX,         \
+                   "the key of " #field " fits a memo");
+JSON_MEMOS(JSON_MEMO_KEY_FITS)
+
+/* Whether gm_fmt_memo_init() takes every key of JSON_MEMOS (it does, by the assertion above:
+ * checked once per trace, so that json_line_init() need not, its caller's hot loop left as
+ * it was: a check there cost 25 k to 50 k more instructions of the 30 MB file's trace). */
+static bool json_keys_fit(void)
+{
+    struct gm_fmt_memo m;
+#define JSON_MEMO_TAKES(field, key)                                                                \
+    if (!gm_fmt_memo_init(&m, key))                                                                \
+        return false;
+    JSON_MEMOS(JSON_MEMO_TAKES)
+#undef JSON_MEMO_TAKES
+    return true;
+}
+
+/* The line state of device d (its memos' keys checked by json_keys_fit()). */
 static void json_line_init(struct json_line *jl, const struct gm_snapshot_device *d)
 {
     char *p;
     size_t n_digits = 1; /* of the device's last index */
+#define JSON_MEMO_ENTRY(field, key) {&jl->field, key},
     const struct {
         struct gm_fmt_memo *m;
         const char *key;
-    } memos[] = {{&jl->index, ",\"index\":"},
-                 {&jl->addr, ",\"addr\":"},
-                 {&jl->device_free, ",\"device_free\":"},
-                 {&jl->size, ",\"size\":"},
-                 {&jl->time, ",\"time_us\":"},
-                 {&jl->allocated, ",\"allocated_bytes\":"},
-                 {&jl->reserved, ",\"reserved_bytes\":"},
-                 {&jl->stack, ",\"stack\":"},
-                 {&jl->fwd, ",\"forward_stack\":"}};
+    } memos[] = {JSON_MEMOS(JSON_MEMO_ENTRY)};
+#undef JSON_MEMO_ENTRY
     /* the fields written by the short copies (gm_fmt_u64_memo_short, _slot_short) */
     _Static_assert(sizeof(",\"addr\":") - 1 <= GM_FMT_SHORT_KEY &&
                        sizeof(",\"size\":") - 1 <= GM_FMT_SHORT_KEY &&
@@ -433,13 +459,13 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     jl->n_stream = sizeof(",\"stream\":0") - 1;
     jl->tail.pool = TAIL_NONE;
     for (size_t i = 0; i < sizeof(memos) / sizeof(memos[0]); i++)
-        gm_fmt_memo_init(memos[i].m, memos[i].key);
+        (void)gm_fmt_memo_init(memos[i].m, memos[i].key); /* json_keys_fit() */
     gm_fmt_slots_init(jl->size_slot, 1u << SIZE_BITS, &jl->size);
     gm_fmt_slots_init(jl->addr_slot, 1u << VALUE_BITS, &jl->addr);
     gm_fmt_slots_init(jl->allocated_slot, 1u << VALUE_BITS, &jl->allocated);
     {
         /* the pair (0, 0) in every slot, made by the field's own writers */
-        char first[2 * GM_FMT_MEMO_ROOM];
+        char first[2 * GM_FMT_MEMO_ROOM] = {0}; /* (what is copied past the text: defined) */
         char *q = gm_fmt_u64_slot_short(first, 0, jl->addr_slot, VALUE_BITS, &jl->addr);
         q = gm_fmt_u64_slot_short(q, 0, jl->size_slot, SIZE_BITS, &jl->size);
         for (size_t i = 0; i < (size_t)1 << VALUE_BITS; i++) {
@@ -455,10 +481,9 @@ static void json_line_init(struct json_line *jl, const struct gm_snapshot_device
     /* the start of the line as the index's key, where it fits a short copy with every index */
     for (uint64_t last = d->n_events ? d->n_events - 1 : 0; last >= 10; last /= 10)
         n_digits++;
-    if (jl->n_head <= GM_FMT_KEY_MAX && jl->n_head + n_digits <= GM_FMT_SHORT_ROOM) {
-        *p = '\0';
-        gm_fmt_memo_init(&jl->index, jl->head);
-        jl->index_has_head = true;
+    if (jl->n_head + n_digits <= GM_FMT_SHORT_ROOM) {
+        *p = '\0'; /* a key of more than GM_FMT_KEY_MAX bytes refused: the keyless route */
+        jl->index_has_head = gm_fmt_memo_init(&jl->index, jl->head);
     }
     for (unsigned a = 0; a <= GM_ACTION_COUNT; a++) {
         const char *an = gm_snapshot_action_name((enum gm_snapshot_action)a);
@@ -903,6 +928,11 @@ enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
         gm_free(o);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
     }
+    if (opts->format == GM_TRACE_NDJSON && !json_keys_fit()) {
+        cache_release(&c);
+        gm_free(o);
+        return gm_fail(err, GM_ERR_INTERNAL, GM_NO_OFFSET, "trace: a field's key out of range");
+    }
     gm_outbuf_init(o, f);
     for (unsigned a = 0; a <= GM_ACTION_COUNT; a++) {
         /* the library's names (14 bytes at most), bounded by the column's room all the
@@ -912,9 +942,17 @@ enum gm_status gm_analysis_trace(FILE *f, const struct gm_snapshot *snap,
         size_t n = strnlen(an, sizeof(c.action_col[a]) - 1);
         c.n_action_col[a] = (uint8_t)(gm_fmt_left(c.action_col[a], an, n, 15) - c.action_col[a]);
     }
-    for (size_t i = 0; i < snap->n_devices && st == GM_OK; i++)
-        if (opts->device < 0 || snap->devices[i].index == opts->device)
-            st = trace_device(o, &c, &snap->devices[i], opts, err);
+    for (size_t i = 0; i < snap->n_devices && st == GM_OK; i++) {
+        const struct gm_snapshot_device *d = &snap->devices[i];
+        if (opts->device >= 0 && d->index != opts->device)
+            continue;
+        /* NDJSON has a line for each event in [from, to] and nothing else: a device with none
+         * there (a rank file's other devices) needs no line state (some 800 KiB made for each
+         * device) and no walk */
+        if (opts->format == GM_TRACE_NDJSON && (opts->from >= d->n_events || opts->from > opts->to))
+            continue;
+        st = trace_device(o, &c, d, opts, err);
+    }
     if (st == GM_OK && c.failed)
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "trace: out of memory");
     if (!gm_outbuf_flush(o) || fflush(f) != 0 || ferror(f)) {

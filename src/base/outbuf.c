@@ -155,16 +155,17 @@ static inline void memo_place_key(struct gm_fmt_memo *m, unsigned n_digits)
     m->last8 = gm_load64(m->s + GM_FMT_MEMO_END - 8);
 }
 
-void gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key)
+bool gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key)
 {
     size_t n_key = strlen(key);
+    if (n_key < GM_FMT_KEY_MIN || n_key > GM_FMT_KEY_MAX)
+        return false;
     memset(m, 0, sizeof(*m));
-    if (n_key > GM_FMT_KEY_MAX)
-        n_key = GM_FMT_KEY_MAX;
     memcpy(m->key + GM_FMT_KEY_MAX - n_key, key, n_key);
     m->n_key = (uint8_t)n_key;
     memset(m->s, '0', GM_FMT_MEMO_END);
     memo_place_key(m, 1);
+    return true;
 }
 
 void gm_fmt_slots_init(struct gm_fmt_slot *slots, size_t n_slots, const struct gm_fmt_memo *m)

@@ -7,13 +7,14 @@
  * A line is made in place: reserve room for it, write with the gm_fmt_* functions (each
  * returns the end of what it wrote), commit:
  *
- *   struct gm_outbuf o;
- *   gm_outbuf_init(&o, stdout);
- *   char *p = gm_outbuf_reserve(&o, 64);
+ *   struct gm_outbuf *o = gm_malloc(sizeof(*o)); (GM_OUTBUF_SIZE, 256 KiB: not on a stack)
+ *   gm_outbuf_init(o, stdout);
+ *   char *p = gm_outbuf_reserve(o, 64);
  *   p = gm_fmt_u64(p, 42, 7);
  *   p = gm_fmt_lit(p, " events\n");
- *   gm_outbuf_commit(&o, p);
- *   if (!gm_outbuf_flush(&o)) ... write error (errno) ...
+ *   gm_outbuf_commit(o, p);
+ *   if (!gm_outbuf_flush(o)) ... write error (errno) ...
+ *   gm_free(o);
  *
  * Write errors are sticky: gm_outbuf_flush() then returns false. */
 #ifndef GM_BASE_OUTBUF_H
@@ -209,9 +210,10 @@ struct gm_fmt_memo {
     char s[GM_FMT_MEMO_END + GM_FMT_MEMO_ROOM];
 };
 
-/* An empty memo (it holds 0) with its key (at least GM_FMT_KEY_MIN bytes), cut to
- * GM_FMT_KEY_MAX bytes. */
-void gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key);
+/* An empty memo (it holds 0) with its key, of GM_FMT_KEY_MIN to GM_FMT_KEY_MAX bytes.
+ * False, 'm' untouched, for a key shorter or longer: a shorter one would put the text's
+ * last eight bytes (last8) before its start, in the bytes written before it. */
+bool gm_fmt_memo_init(struct gm_fmt_memo *m, const char *key);
 
 /* gm_fmt_u64_memo() when v is not the last value, one more, or in its last block of 10^8:
  * the wide span, else all the digits anew. */

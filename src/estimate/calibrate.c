@@ -269,12 +269,9 @@ static const struct gm_analysis_device *pick_device(const struct gm_analysis *an
             gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot has no device %d", (int)want);
         return best;
     }
-    for (size_t i = 0; i < an->n_devices; i++)
-        if (!best || an->devices[i].peak_bytes > best->peak_bytes)
-            best = &an->devices[i];
-    if (!best)
-        gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "the snapshot names no device");
-    return best;
+    if (gm_default_device(an->snap, an, &want, err) != GM_OK)
+        return NULL;
+    return gm_analysis_device_by_index(an, want);
 }
 
 /* ---- the fit and the predictions ---- */

@@ -326,8 +326,11 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
     }
     /* the buffered writer hands over its text in pieces of its whole buffer: unbuffered, each
-     * goes to the page's buffer in one copy, not first into the stream's own buffer */
-    setvbuf(mem, NULL, _IONBF, 0);
+     * goes to the page's buffer in one copy, not first into the stream's own buffer (mem is
+     * written by w alone: small writes would each be a call of the cookie).  Refused, the
+     * stream stays buffered (the same text, one copy more), with no error left on it */
+    if (setvbuf(mem, NULL, _IONBF, 0) != 0)
+        clearerr(mem);
     p->has_sum[p->n] = false;
     if (an &&
         (st = gm_analysis_rank(an, p->n, title, &p->sum[p->n], &p->has_sum[p->n], err)) != GM_OK) {

@@ -187,16 +187,20 @@ double gm_lod_bucket_end(const struct gm_lod *l, unsigned b, double x)
     return c;
 }
 
-/* A bucket holding only the value carried from 'p', its padding zero as in the buckets
- * gm_lod_init() makes (they are copied whole, and compared whole by the tests). */
+/* A bucket holding only the value carried from 'p' (its n and zero_ 0, as in the buckets
+ * gm_lod_init() makes: they are copied whole, and compared whole by the tests). */
 static struct gm_lod_bucket carried(const struct gm_lod_bucket *p)
 {
-    struct gm_lod_bucket c;
-    memset(&c, 0, sizeof(c));
-    c.min = c.max = c.last = p->last;
-    c.kmin = c.kmax = c.klast = p->klast;
+    struct gm_lod_bucket c = {.min = p->last,
+                              .max = p->last,
+                              .last = p->last,
+                              .kmin = p->klast,
+                              .kmax = p->klast,
+                              .klast = p->klast};
     return c;
 }
+
+_Static_assert(sizeof(struct gm_lod_bucket) == 6 * 8 + 2 * 4, "a bucket has no padding");
 
 unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v)
 {

@@ -120,6 +120,28 @@ class SnapshotAgreesWithCli(TempDir):
                 self.assertEqual({k: v for k, v in got.items() if k not in ("peak_phase", "peak_iteration")},
                                  want)
 
+    def test_the_default_device_is_the_same_before_and_after_the_analysis(self):
+        # On a file whose devices tie (device 0 empty, peaks 500, 1000, 1000), the default
+        # device is the first of the tied largest peaks, device 2, whether it is read from the
+        # timelines (a fresh object) or from the analysis that categories() ran first; and
+        # peak(phase=True) takes the phase from that same device's categories.
+        import pickle
+        traces = [[]] + [[{"action": "alloc", "addr": 4096 * (d + 1), "size": size, "stream": 0,
+                           "time_us": 1000}] for d, size in enumerate((500, 1000, 1000))]
+        path = self.path("tie.pickle")
+        with open(path, "wb") as f:
+            pickle.dump({"segments": [], "device_traces": traces}, f, protocol=4)
+        fresh = gpumem.Snapshot(path).peak()
+        self.assertEqual((fresh["device"], fresh["peak_bytes"]), (2, 1000))
+        s = gpumem.Snapshot(path)
+        s.categories()
+        self.assertEqual(s.peak(), fresh)
+        got = s.peak(phase=True)
+        cat = [d for d in s.json("categories")["devices"] if d["device"] == 2][0]
+        self.assertEqual((got["peak_phase"], got["peak_iteration"]),
+                         (cat["peak_phase"], cat["peak_iteration"]))
+        self.assertEqual(gpumem.Snapshot(path).categories(), cat["at_peak"])
+
     @needs("shared-tools")
     def test_peak_alone_on_several_devices(self):
         # peak() of a file with several devices computes the peak alone, without the whole

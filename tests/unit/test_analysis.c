@@ -3112,6 +3112,92 @@ static void write_two_devices(char **buf, size_t *len)
     assert_int_equal(fclose(f), 0);
 }
 
+/* A snapshot of n devices, device d with the one-alloc trace of peaks[d] bytes (a 0-byte
+ * alloc when 0), or no trace at all (an empty device) when peaks[d] is UINT64_MAX. */
+static struct gm_snapshot *load_peaks(const uint64_t *peaks, size_t n, char **buf)
+{
+    struct gm_pickle_writer *w;
+    struct gm_snapshot *snap;
+    struct gm_error err;
+    size_t len;
+    FILE *f = open_memstream(buf, &len);
+    assert_non_null(f);
+    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
+    gm_pickle_dict_begin(w, 2);
+    gm_pickle_str(w, "segments");
+    gm_pickle_list_begin(w, 0);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "device_traces");
+    gm_pickle_list_begin(w, n);
+    for (size_t d = 0; d < n; d++) {
+        struct plain_ev ev = {"alloc", 0x10000 * (d + 1), peaks[d]};
+        pickle_plain_trace(w, &ev, peaks[d] == UINT64_MAX ? 0 : 1);
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(gm_snapshot_load_mem(*buf, len, NULL, &snap, &err), GM_OK);
+    return snap;
+}
+
+/* The default device (gm_default_device) is the largest peak, the first of equal ones, an
+ * empty device passed over unless all are (then the first), the same whether the peaks come
+ * from an analysis or the timelines; a rank's device is it, or nothing when it is empty;
+ * no device at all is GM_ERR_INVALID. */
+static void test_default_device_ties_and_empty_devices(void **state)
+{
+    static const uint64_t E = UINT64_MAX;
+    static const struct {
+        uint64_t peaks[4];
+        size_t n;
+        int32_t want;
+        bool rank; /* gm_analysis_rank_device() finds one */
+    } cases[] = {
+        {{300, 1000}, 2, 1, true},
+        {{500, 1000, 1000}, 3, 1, true}, /* a tie after the first device: the first of it */
+        {{1000, 1000, 500}, 3, 0, true},
+        {{E, 0, E, 0}, 4, 1, true}, /* empty device 0 before a device with data, peak 0 */
+        {{E, 700, 2000}, 3, 2, true},
+        {{E, E, E}, 3, 0, false}, /* all empty: the first, and no rank device */
+        {{E}, 1, 0, false},
+    };
+    (void)state;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char *buf;
+        struct gm_snapshot *snap = load_peaks(cases[c].peaks, cases[c].n, &buf);
+        struct gm_analysis *an;
+        struct gm_error err;
+        const struct gm_analysis_device *rd;
+        int32_t got = -1, got_an = -1;
+        assert_int_equal(snap->n_devices, cases[c].n);
+        assert_int_equal(gm_default_device(snap, NULL, &got, &err), GM_OK);
+        assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+        assert_int_equal(gm_default_device(snap, an, &got_an, &err), GM_OK);
+        if (got != cases[c].want || got_an != cases[c].want)
+            fail_msg("case %zu: want device %d, timelines %d, analysis %d", c, (int)cases[c].want,
+                     (int)got, (int)got_an);
+        rd = gm_analysis_rank_device(an);
+        assert_int_equal(rd != NULL, cases[c].rank);
+        if (rd)
+            assert_int_equal(rd->device, cases[c].want);
+        gm_analysis_free(an);
+        gm_snapshot_free(snap);
+        free(buf);
+    }
+    {
+        char *buf;
+        struct gm_snapshot *snap = load_peaks(NULL, 0, &buf);
+        struct gm_error err;
+        int32_t got = -1;
+        assert_int_equal(snap->n_devices, 0);
+        assert_int_equal(gm_default_device(snap, NULL, &got, &err), GM_ERR_INVALID);
+        assert_string_equal(err.msg, "the snapshot names no device");
+        gm_snapshot_free(snap);
+        free(buf);
+    }
+}
+
 /* The blocks alive from the start are counted per device (the fold's bits and the walk's
  * test): on device 1 the first pass made while loading (taken for both devices) finds the
  * block no alloc explains and not the one its trace's alloc does, as the walk does. */
@@ -3597,6 +3683,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_first_pass_early_allocations_keep_their_streams),
     cmocka_unit_test(test_first_pass_after_a_long_batch_is_the_walk),
     cmocka_unit_test(test_first_pass_kept_when_the_fold_gives_up_at_its_finish),
+    cmocka_unit_test(test_default_device_ties_and_empty_devices),
     cmocka_unit_test(test_first_pass_blocks_from_the_start_per_device),
     cmocka_unit_test(test_first_pass_pairs_events_with_the_folds_map),
 };

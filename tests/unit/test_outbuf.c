@@ -180,7 +180,7 @@ static void test_memo_next(void **state)
     char want[64], got[2 * GM_FMT_MEMO_ROOM], *end;
     static const uint64_t starts[] = {0, 5, 99, 12345, 99999999, UINT64_C(9999999999999999999)};
     (void)state;
-    gm_fmt_memo_init(&m, ",\"index\":");
+    assert_true(gm_fmt_memo_init(&m, ",\"index\":"));
     for (size_t si = 0; si < sizeof(starts) / sizeof(starts[0]); si++)
         for (uint64_t v = starts[si]; v - starts[si] < 300 && v >= starts[si]; v++) {
             end = gm_fmt_u64_memo_next(got, v, &m);
@@ -189,7 +189,7 @@ static void test_memo_next(void **state)
             assert_string_equal(got, want);
         }
     /* the short copy, nothing written past it but on the slow route */
-    gm_fmt_memo_init(&m, ",\"index\":");
+    assert_true(gm_fmt_memo_init(&m, ",\"index\":"));
     for (size_t si = 0; si < sizeof(starts) / sizeof(starts[0]); si++)
         for (uint64_t v = starts[si]; v - starts[si] < 300 && v >= starts[si]; v++) {
             memset(got, 'Z', sizeof(got));
@@ -205,6 +205,33 @@ static void test_memo_next(void **state)
     end = gm_fmt_u64_memo_next(got, 0, &m);
     *end = '\0';
     assert_string_equal(got, ",\"index\":0");
+}
+
+/* A key outside GM_FMT_KEY_MIN..GM_FMT_KEY_MAX bytes is refused and the memo left as it
+ * was (a shorter one would put the text's last eight bytes before the text: up to seven
+ * bytes before the output pointer); the bounds themselves are taken. */
+static void test_memo_key_bounds(void **state)
+{
+    static const char shortest[] = ",\"ke\":", longest[] = ",\"a_key_of_24_bytes___\":";
+    static const char too_long[] = ",\"a_key_of_25_bytes____\":";
+    struct gm_fmt_memo m, before;
+    char got[2 * GM_FMT_MEMO_ROOM], *end;
+    (void)state;
+    assert_int_equal(strlen(shortest), GM_FMT_KEY_MIN - 1);
+    assert_int_equal(strlen(too_long), GM_FMT_KEY_MAX + 1);
+    assert_true(gm_fmt_memo_init(&m, ",\"key\":"));
+    before = m;
+    assert_false(gm_fmt_memo_init(&m, shortest));
+    assert_false(gm_fmt_memo_init(&m, ""));
+    assert_false(gm_fmt_memo_init(&m, too_long));
+    assert_memory_equal(&m, &before, sizeof(m));
+    end = gm_fmt_u64_memo(got, 7, &m); /* still the memo it was */
+    *end = '\0';
+    assert_string_equal(got, ",\"key\":7");
+    assert_true(gm_fmt_memo_init(&m, longest));
+    end = gm_fmt_u64_memo(got, 42, &m);
+    *end = '\0';
+    assert_string_equal(got, ",\"a_key_of_24_bytes___\":42");
 }
 
 static void test_memo(void **state)
@@ -223,7 +250,7 @@ static void test_memo(void **state)
         struct gm_fmt_memo m;
         uint64_t v = 0;
         memo_fmt = ki < 3 ? memo_long : memo_short;
-        gm_fmt_memo_init(&m, key);
+        assert_true(gm_fmt_memo_init(&m, key));
         check_memo(&m, key, 0);
         check_memo(&m, key, 0);
         /* an index: each step one more, with its carries */
@@ -295,9 +322,9 @@ static void test_slots(void **state)
     char want[64], got[2 * GM_FMT_MEMO_ROOM], *end;
     uint64_t set[24];
     (void)state;
-    gm_fmt_memo_init(&m, ",\"allocated_bytes\":");
+    assert_true(gm_fmt_memo_init(&m, ",\"allocated_bytes\":"));
     gm_fmt_slots_init(slots, 4, &m);
-    gm_fmt_memo_init(&ms, ",\"a_key_12\":");
+    assert_true(gm_fmt_memo_init(&ms, ",\"a_key_12\":"));
     gm_fmt_slots_init(slots_short, 4, &ms);
     for (size_t i = 0; i < 24; i++) {
         unsigned shift = (unsigned)(rnd() % 64);
@@ -421,7 +448,7 @@ int main(void)
         cmocka_unit_test(test_bytes),       cmocka_unit_test(test_ints),
         cmocka_unit_test(test_memo),        cmocka_unit_test(test_memo_next),
         cmocka_unit_test(test_padded_room), cmocka_unit_test(test_writer),
-        cmocka_unit_test(test_slots),
+        cmocka_unit_test(test_slots),       cmocka_unit_test(test_memo_key_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
