@@ -484,13 +484,16 @@ struct gm_job_stack {
 
 /* The GPU the fit is judged on. */
 struct gm_job_gpu {
-    uint64_t memory_bytes; /* capacity of each device; 0 = none (list what fits) */
-    uint64_t cuda_bytes;   /* the total CUDA reports (cudaMemGetInfo) where the catalog knows
-                              it; 0 = memory_bytes */
-    char label[48];        /* catalog name or the size as given, for messages */
-    unsigned sm;           /* compute capability x 10 of a catalog GPU; 0 = unknown */
-    bool no_p2p;           /* a catalog GPU without peer access (gm_gpu.no_p2p) */
-    unsigned sms;          /* streaming multiprocessors of a catalog GPU; 0 = unknown */
+    uint64_t memory_bytes;  /* capacity of each device; 0 = none (list what fits) */
+    uint64_t cuda_bytes;    /* the total CUDA reports (cudaMemGetInfo) where the catalog knows
+                               it; 0 = memory_bytes */
+    char label[48];         /* catalog name or the size as given, for messages */
+    unsigned sm;            /* compute capability x 10 of a catalog GPU; 0 = unknown */
+    bool no_p2p;            /* a catalog GPU without peer access (gm_gpu.no_p2p) */
+    unsigned sms;           /* streaming multiprocessors of a catalog GPU; 0 = unknown */
+    uint64_t catalog_bytes; /* a catalog GPU whose total was given (--gpu NAME --gpu-memory SIZE,
+                               in either order): the catalog's own total, which memory_bytes
+                               replaces; 0 = the total is the catalog's or there is no GPU */
 };
 
 #define GM_JOB_MAX_SETTINGS 128

@@ -262,13 +262,23 @@ static enum gm_status set_max_context(struct gm_job *j, const union gm_job_value
     return GM_OK;
 }
 
+/* --gpu NAME and --gpu-memory SIZE together are that GPU (its compute capability, SMs, peer
+ * access) with the total the user gives, as nvidia-smi or the job's log shows it, whichever
+ * comes first: each setter keeps what the other one set.  The given total is the one CUDA
+ * reports too (cuda_bytes 0), as for --gpu-memory alone. */
 static enum gm_status set_gpu(struct gm_job *j, const union gm_job_value *v, struct gm_error *err)
 {
     const struct gm_gpu *g;
     if (gm_gpu_lookup(v->text, &g, err) != GM_OK)
         return gm_error_prefix(err, "--gpu");
-    j->gpu.memory_bytes = g->memory_bytes;
-    j->gpu.cuda_bytes = g->cuda_bytes;
+    if (est_given(j, EST_SET_GPU_MEMORY)) {
+        j->gpu.cuda_bytes = 0;
+        j->gpu.catalog_bytes = g->memory_bytes;
+    } else {
+        j->gpu.memory_bytes = g->memory_bytes;
+        j->gpu.cuda_bytes = g->cuda_bytes;
+        j->gpu.catalog_bytes = 0;
+    }
     j->gpu.sm = g->sm;
     j->gpu.sms = g->sms;
     j->gpu.no_p2p = g->no_p2p;
@@ -277,7 +287,8 @@ static enum gm_status set_gpu(struct gm_job *j, const union gm_job_value *v, str
 }
 
 /* The one rule of a GPU's memory (gm_parse_gpu_memory(): "80" means 80 GiB); its errors
- * name the setting, which the CLI shows as --gpu-memory. */
+ * name the setting, which the CLI shows as --gpu-memory.  With --gpu it replaces that GPU's
+ * total only (set_gpu()). */
 static enum gm_status set_gpu_memory(struct gm_job *j, const union gm_job_value *v,
                                      struct gm_error *err)
 {
@@ -286,8 +297,16 @@ static enum gm_status set_gpu_memory(struct gm_job *j, const union gm_job_value 
     enum gm_status st = gm_parse_gpu_memory(s, &b, err);
     if (st != GM_OK)
         return st;
+    if (est_given(j, EST_SET_GPU)) {
+        if (!j->gpu.catalog_bytes)
+            j->gpu.catalog_bytes = j->gpu.memory_bytes;
+        j->gpu.memory_bytes = b;
+        j->gpu.cuda_bytes = 0;
+        return GM_OK;
+    }
     j->gpu.memory_bytes = b;
     j->gpu.cuda_bytes = 0;
+    j->gpu.catalog_bytes = 0;
     j->gpu.sm = 0;
     j->gpu.sms = 0;
     j->gpu.no_p2p = false;
@@ -675,8 +694,10 @@ static const struct gm_job_setting settings[] = {
         "gpu", "NAME", "judge the fit on this GPU: a catalog or nvidia-smi name (see --list-gpus)",
         ANY, set_gpu),
     [EST_SET_GPU_MEMORY] =
-        TEXT_FN("gpu-memory", "SIZE", "judge the fit on this capacity (bare number: GiB)", ANY,
-                set_gpu_memory),
+        TEXT_FN("gpu-memory", "SIZE",
+                "judge the fit on this capacity (bare number: GiB); with --gpu, that GPU's "
+                "total as nvidia-smi or the job's log shows it",
+                ANY, set_gpu_memory),
     [EST_SET_LORA] = FLAG_FN("lora", "train LoRA adapters on a frozen base", TRAIN, set_lora),
     [EST_SET_QLORA] =
         FLAG_FN("qlora", "QLoRA: NF4 frozen base (bitsandbytes), bf16 compute", TRAIN, set_qlora),
@@ -1979,8 +2000,7 @@ enum gm_status gm_job_check(const struct gm_job *job, struct gm_error *err)
                        "--images / --image-size: '%s' has no vision tower gpumem reads (LLaVA, "
                        "Qwen2-VL, Qwen2.5-VL)",
                        j.model.model->name[0] ? j.model.model->name : j.model.model->model_type);
-    if ((st = exclusive(&j, EST_SET_GPU, EST_SET_GPU_MEMORY, err)) ||
-        (st = exclusive(&j, EST_SET_MAX_BATCH, EST_SET_MAX_CONTEXT, err)))
+    if ((st = exclusive(&j, EST_SET_MAX_BATCH, EST_SET_MAX_CONTEXT, err)))
         return st;
     if ((st = check_method(&j, err)) || (st = check_adapters(&j, err)) ||
         (st = check_parallel(&j, err)) || (st = check_engine(&j, err)) ||

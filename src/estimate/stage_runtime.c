@@ -382,6 +382,13 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
     o[n++] = (struct overhead){GM_KIND_CUDA_CONTEXT, e->context.bytes, "CUDA context",
                                context_label(e->context.source)};
     context_assumption(e, vllm);
+    if (j->gpu.catalog_bytes)
+        est_assume(e,
+                   "GPU: %s (compute capability %u.%u, %u SMs) with the total given, %.2f GiB "
+                   "(--gpu-memory; the catalog's is %.2f GiB)",
+                   j->gpu.label, j->gpu.sm / 10, j->gpu.sm % 10, j->gpu.sms,
+                   (double)j->gpu.memory_bytes / (double)GM_GIB,
+                   (double)j->gpu.catalog_bytes / (double)GM_GIB);
     if (vllm)
         o[n++] = (struct overhead){GM_KIND_NON_TORCH, e->serving.non_torch_bytes,
                                    "vLLM non-torch memory", "--non-torch"};

@@ -39,6 +39,7 @@ struct change {
     } set[MAX_SETS];
     size_t n_unset;
     enum est_setting unset[3];
+    const char *trade; /* in place of the candidate's phrase, or NULL; static storage */
 };
 
 struct sugg_ctx {
@@ -612,7 +613,9 @@ static bool c_more_tp(const struct sugg_ctx *sx, struct change *c)
     return true;
 }
 
-/* The smallest catalog GPU, larger than the one given, on which the job fits. */
+/* The smallest catalog GPU, larger than the one given, on which the job fits.  It has the
+ * catalog's total: a total given with --gpu was that GPU's (set_gpu()), so it is taken back,
+ * and the GPU given is not offered again at its catalog total. */
 static bool c_larger_gpu(const struct sugg_ctx *sx, struct change *c)
 {
     const struct gm_job *j = sx->job;
@@ -621,10 +624,12 @@ static bool c_larger_gpu(const struct sugg_ctx *sx, struct change *c)
         const struct gm_gpu *g = gm_gpu_catalog_get(idx[i]);
         struct change t = {0};
         struct gm_job a;
-        if (g->memory_bytes <= j->gpu.memory_bytes)
+        if (g->memory_bytes <= j->gpu.memory_bytes || g->memory_bytes <= j->gpu.catalog_bytes)
             continue;
         put_text(&t, EST_SET_GPU, g->name);
         put_unset(&t, EST_SET_GPU_MEMORY);
+        if (est_given(j, EST_SET_GPU_MEMORY))
+            t.trade = "a larger GPU, at its own total (without --gpu-memory)";
         if (apply(j, &t, &a) && est_run_point(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             *c = t;
@@ -1011,7 +1016,7 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
             continue; /* does not help */
         alone[i] = t->distance;
         change_text(&t->c, t->s.change, sizeof t->s.change);
-        t->s.trade = candidates[i].trade;
+        t->s.trade = t->c.trade ? t->c.trade : candidates[i].trade;
         t->s.cost = candidates[i].cost;
         t->s.device_bytes = sx.scratch->fit.device_bytes;
         t->s.fits = sx.scratch->fit.fits;

@@ -476,9 +476,36 @@ static void test_settings(void **state)
     assert_int_equal(gm_job_check(&j, &err), GM_OK);
     set(&j, "kv-dtype", "fp8");
     assert_int_equal(j.numerics.kv_dtype, GM_DTYPE_F8_E4M3);
+    /* --gpu with --gpu-memory: that GPU (compute capability, SMs) with the total given, in
+     * either order; the catalog's total is kept for the assumption line and the suggestions */
     set(&j, "gpu", "H100");
-    assert_int_equal(gm_job_check(&j, &err), GM_ERR_INVALID);
-    assert_string_equal(err.msg, "--gpu and --gpu-memory exclude each other");
+    assert_int_equal(gm_job_check(&j, &err), GM_OK);
+    {
+        const struct gm_gpu *h100;
+        struct gm_job k = j;
+        assert_int_equal(gm_gpu_lookup("H100", &h100, &err), GM_OK);
+        assert_int_equal(j.gpu.memory_bytes, 80 * GM_GIB);
+        assert_int_equal(j.gpu.cuda_bytes, 0);
+        assert_int_equal(j.gpu.catalog_bytes, h100->memory_bytes);
+        assert_int_equal(j.gpu.sm, h100->sm);
+        assert_int_equal(j.gpu.sms, h100->sms);
+        assert_string_equal(j.gpu.label, h100->name);
+        /* the other order gives the same GPU */
+        gm_job_init(&k);
+        set(&k, "infer", NULL);
+        set(&k, "engine", "vllm");
+        set(&k, "gpu", "H100");
+        set(&k, "gpu-memory", "80");
+        set(&k, "kv-dtype", "fp8");
+        assert_int_equal(gm_job_check(&k, &err), GM_OK);
+        assert_int_equal(k.gpu.memory_bytes, j.gpu.memory_bytes);
+        assert_int_equal(k.gpu.cuda_bytes, 0);
+        assert_int_equal(k.gpu.catalog_bytes, j.gpu.catalog_bytes);
+        assert_int_equal(k.gpu.sm, j.gpu.sm);
+        assert_int_equal(k.gpu.sms, j.gpu.sms);
+        assert_int_equal(k.gpu.no_p2p, j.gpu.no_p2p);
+        assert_string_equal(k.gpu.label, j.gpu.label);
+    }
     /* training settings */
     gm_job_init(&j);
     set(&j, "train", NULL);

@@ -379,6 +379,55 @@ static void test_combination_beyond_the_sum(void **state)
     check_order_and_replay(&j);
 }
 
+/* A catalog GPU with the total a log shows (--gpu H100 --gpu-memory 60, either order): the
+ * job runs on the H100's compute capability and SMs at 60 GiB, and the larger GPU suggested
+ * runs at its own catalog total, not the 60 GiB given, and is not the H100 again. */
+static void test_larger_gpu_at_its_own_total(void **state)
+{
+    struct gm_job j, k;
+    const struct gm_est_suggestion *s;
+    const struct gm_gpu *h100, *g;
+    struct gm_error err;
+    uint64_t device = 0;
+    (void)state;
+    assert_int_equal(gm_gpu_lookup("H100", &h100, &err), GM_OK);
+    for (int order = 0; order < 2; order++) {
+        gm_job_init(&j);
+        j.model.model = gm_model_catalog_find("llama-3.1-70b");
+        set(&j, "infer", NULL);
+        set(&j, "engine", "vllm");
+        set(&j, "quant", "fp8");
+        set(&j, "max-model-len", "4096");
+        set(&j, order ? "gpu-memory" : "gpu", order ? "60" : "H100");
+        set(&j, order ? "gpu" : "gpu-memory", order ? "H100" : "60");
+        assert_int_equal(j.gpu.memory_bytes, 60 * GM_GIB);
+        assert_int_equal(j.gpu.sm, h100->sm);
+        assert_int_equal(j.gpu.sms, h100->sms);
+        suggest(&j);
+        if (order)
+            assert_int_equal(base->device_bytes, device);
+        device = base->device_bytes;
+        s = with("--gpu ");
+        assert_non_null(s);
+        assert_non_null(strstr(s->trade, "without --gpu-memory"));
+        g = gm_gpu_find(s->change + strlen("--gpu "));
+        assert_non_null(g);
+        assert_true(g != h100 && g->memory_bytes > h100->memory_bytes);
+        /* the same job typed with only --gpu NAME gives the suggestion's figure */
+        gm_job_init(&k);
+        k.model.model = j.model.model;
+        set(&k, "infer", NULL);
+        set(&k, "engine", "vllm");
+        set(&k, "quant", "fp8");
+        set(&k, "max-model-len", "4096");
+        set(&k, "gpu", g->name);
+        assert_int_equal(k.gpu.memory_bytes, g->memory_bytes);
+        assert_int_equal(gm_estimate_run(&k, &again, &err), GM_OK);
+        assert_int_equal(again->fit.fits, s->fits);
+        assert_int_equal(again->fit.device_bytes, s->device_bytes);
+    }
+}
+
 /* 405B on a 12 GiB card: no change, combination or catalog GPU makes it fit. */
 static void test_nothing_fits(void **state)
 {
@@ -457,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_vllm_70b_tp2),
         cmocka_unit_test(test_vllm_70b_tp1),
         cmocka_unit_test(test_suggestions_follow_the_gpu),
+        cmocka_unit_test(test_larger_gpu_at_its_own_total),
         cmocka_unit_test(test_finetune_gpus),
         cmocka_unit_test(test_fsdp_replaces_deepspeed_settings),
         cmocka_unit_test(test_finetune_one_gpu),
