@@ -2031,6 +2031,24 @@ static enum gm_status doc_of(const struct gm_analysis *an, enum gm_analysis_doc_
     return st;
 }
 
+/* Opens a snapshot pickle in a new writer on f: a dict of 'keys' entries, the first two no
+ * segments and the list of 'n_devices' device traces, left open for the caller's traces
+ * (the caller closes that list, writes any other keys and closes the dict). */
+static struct gm_pickle_writer *pickle_doc_begin(FILE *f, uint32_t keys, uint32_t n_devices)
+{
+    struct gm_pickle_writer *w;
+    struct gm_error err;
+    assert_non_null(f);
+    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
+    gm_pickle_dict_begin(w, keys);
+    gm_pickle_str(w, "segments");
+    gm_pickle_list_begin(w, 0);
+    gm_pickle_list_end(w);
+    gm_pickle_str(w, "device_traces");
+    gm_pickle_list_begin(w, n_devices);
+    return w;
+}
+
 /* ---- a load that keeps no events (gm_snapshot_opts.consume_events) ---- */
 
 enum ooms_times {
@@ -2056,14 +2074,7 @@ static void write_ooms_trace(char **buf, size_t *len, size_t n, enum ooms_times 
     struct gm_error err;
     FILE *f = open_memstream(buf, len);
     size_t k = 0;
-    assert_non_null(f);
-    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
-    gm_pickle_dict_begin(w, 3);
-    gm_pickle_str(w, "segments");
-    gm_pickle_list_begin(w, 0);
-    gm_pickle_list_end(w);
-    gm_pickle_str(w, "device_traces");
-    gm_pickle_list_begin(w, 1);
+    w = pickle_doc_begin(f, 3, 1);
     gm_pickle_list_begin(w, 2 * n + 2);
     for (size_t i = 0; i < 2 * n + 2; i++, k++) {
         bool oom = k == 100 || k == 400;
@@ -2692,14 +2703,7 @@ static void write_streams_and_steps(char **buf, size_t *len, enum steps_times tk
     struct gm_pickle_writer *w;
     struct gm_error err;
     FILE *f = open_memstream(buf, len);
-    assert_non_null(f);
-    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
-    gm_pickle_dict_begin(w, 3);
-    gm_pickle_str(w, "segments");
-    gm_pickle_list_begin(w, 0);
-    gm_pickle_list_end(w);
-    gm_pickle_str(w, "device_traces");
-    gm_pickle_list_begin(w, 1);
+    w = pickle_doc_begin(f, 3, 1);
     gm_pickle_list_begin(w, 2 * N);
     for (int i = 0; i < 2 * N; i++) {
         int a = i % N;
@@ -2846,14 +2850,7 @@ static void write_early_frees_on_streams(char **buf, size_t *len, int n_early)
     struct gm_error err;
     FILE *f = open_memstream(buf, len);
     int n = n_early + 600;
-    assert_non_null(f);
-    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
-    gm_pickle_dict_begin(w, 2);
-    gm_pickle_str(w, "segments");
-    gm_pickle_list_begin(w, 0);
-    gm_pickle_list_end(w);
-    gm_pickle_str(w, "device_traces");
-    gm_pickle_list_begin(w, 1);
+    w = pickle_doc_begin(f, 2, 1);
     gm_pickle_list_begin(w, (uint32_t)n);
     for (int i = 0; i < n; i++) {
         /* past the early frees: allocation a at event n_early + 2a, its free after it */
@@ -3020,8 +3017,6 @@ static void test_first_pass_kept_when_the_fold_gives_up_at_its_finish(void **sta
     free(buf);
 }
 
-/* One segment of device 'dev' at 'addr' into w: blocks of 1024 bytes, each allocated with
- * its requested size, or inactive where that is 0. */
 /* An event of a hand-written trace: stream 0, times 1000, 1010, ... by position. */
 struct plain_ev {
     const char *action;
@@ -3049,6 +3044,8 @@ static void pickle_plain_trace(struct gm_pickle_writer *w, const struct plain_ev
     gm_pickle_list_end(w);
 }
 
+/* One segment of device 'dev' at 'addr' into w: blocks of 1024 bytes, each allocated with
+ * its requested size, or inactive where that is 0. */
 static void pickle_segment(struct gm_pickle_writer *w, int dev, uint64_t addr,
                            const uint64_t *requested, size_t n)
 {
@@ -3121,14 +3118,7 @@ static struct gm_snapshot *load_peaks(const uint64_t *peaks, size_t n, char **bu
     struct gm_error err;
     size_t len;
     FILE *f = open_memstream(buf, &len);
-    assert_non_null(f);
-    assert_int_equal(gm_pickle_writer_new(f, 4, &w, &err), GM_OK);
-    gm_pickle_dict_begin(w, 2);
-    gm_pickle_str(w, "segments");
-    gm_pickle_list_begin(w, 0);
-    gm_pickle_list_end(w);
-    gm_pickle_str(w, "device_traces");
-    gm_pickle_list_begin(w, n);
+    w = pickle_doc_begin(f, 2, (uint32_t)n);
     for (size_t d = 0; d < n; d++) {
         struct plain_ev ev = {"alloc", 0x10000 * (d + 1), peaks[d]};
         pickle_plain_trace(w, &ev, peaks[d] == UINT64_MAX ? 0 : 1);
