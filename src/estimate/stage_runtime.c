@@ -477,9 +477,8 @@ static void replay_note(struct gm_estimate *e, bool floor_binds)
                    (double)r->failed.reserved / (double)GM_GIB,
                    (double)r->failed.allocated / (double)GM_GIB,
                    (double)r->failed.largest_free / (double)GM_GIB,
-                   est_replay_failed_on_layout(r)
-                       ? "room enough, not in one block (fragmentation)"
-                       : "more in use than the GPU holds");
+                   est_replay_failed_on_layout(r) ? "room enough, not in one block (fragmentation)"
+                                                  : "more in use than the GPU holds");
     }
     if (r->loss_cache_block) /* measured, not read in code: said so (docs/estimate.md) */
         est_assume(e,

@@ -190,7 +190,8 @@ struct replay {
     /* the request that failed on the capacity: 'where' then, and whose tensor it was */
     struct gm_est_replay_segment failed;
     const struct gm_est_component *failed_c; /* NULL: a temporary of the step */
-    uint64_t fail_reserved, fail_allocated, fail_largest_free; /* request_failed() */
+    /* what the allocator kept then (request_failed()) */
+    uint64_t fail_reserved, fail_allocated, fail_largest_free;
 };
 
 static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, uint64_t size,
