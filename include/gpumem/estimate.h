@@ -933,6 +933,10 @@ struct gm_est_replay {
         unsigned layer; /* 1..L in a layer's forward or backward, else 0 */
         enum gm_est_stream stream;
         enum gm_est_kind kind; /* its component's kind; GM_KIND__COUNT: a temporary of the step */
+        /* the allocator once it had freed its cache and the cudaMalloc failed again:
+         * bytes reserved (segments that hold an allocated block stay), bytes in allocated
+         * blocks, and the largest free block of the request's pool on its stream */
+        uint64_t reserved, allocated, largest_free;
     } failed;
     /* --loss fused --loss-impl unsloth (gm_job_memory.loss_cache_block): the fp32 logits-sized
      * block the replay keeps in the cache beside the loss's own, measured on fms-acceleration's

@@ -354,6 +354,12 @@ bool est_step_replay_job_applies(const struct gm_job *j);
  * fused with unsloth's kernel (--loss-impl unsloth, as FOAK vendors it), not turned off, on
  * the segments it was measured with (not expandable_segments). */
 bool est_loss_cache_block_applies(const struct gm_job *j);
+/* A replay that failed on the capacity (r->oom, r->failed.request) although its blocks
+ * allocated never add up to more than the capacity (r->allocated_peak, the replay without
+ * the limit: the same requests): the bytes were there at every moment, the failure is where
+ * the blocks lie (fragmentation); false where more is allocated at once than the GPU holds,
+ * or nothing failed. */
+bool est_replay_failed_on_layout(const struct gm_est_replay *r);
 /* The validation table the block's size was read off (its "# fit:" rows): named by the
  * assumption line and the estimate JSON. */
 #define EST_LOSS_CACHE_BLOCK_FIT_ON "fms_a100_80gb_liger"

@@ -334,6 +334,10 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
             gm_json_kv_str(w, "at", gm_est_replay_at_name(r->failed.at));
             gm_json_kv_u64(w, "layer", r->failed.layer);
             gm_json_kv_str(w, "stream", gm_est_stream_name(r->failed.stream));
+            gm_json_kv_u64(w, "reserved_bytes", r->failed.reserved);
+            gm_json_kv_u64(w, "allocated_bytes", r->failed.allocated);
+            gm_json_kv_u64(w, "largest_free_block_bytes", r->failed.largest_free);
+            gm_json_kv_bool(w, "fragmentation", est_replay_failed_on_layout(r));
             gm_json_end_object(w);
         }
         gm_json_key(w, "reserved_by_stream_bytes");

@@ -471,6 +471,14 @@ static void replay_note(struct gm_estimate *e, bool floor_binds)
                                                     : gm_est_kind_name(r->failed.kind),
                    r->failed.step + 1, layer, gm_est_replay_at_name(r->failed.at),
                    gm_est_stream_name(r->failed.stream), (double)r->failed.live / (double)GM_GIB);
+        est_assume(e,
+                   "step replay: its cache freed, the allocator kept %.2f GiB reserved, "
+                   "%.2f GiB allocated, the largest free block %.2f GiB: %s",
+                   (double)r->failed.reserved / (double)GM_GIB,
+                   (double)r->failed.allocated / (double)GM_GIB,
+                   (double)r->failed.largest_free / (double)GM_GIB,
+                   est_replay_failed_on_layout(r) ? "room enough, not in one block (fragmentation)"
+                                                  : "more in use than the GPU holds");
     }
     if (r->loss_cache_block) /* measured, not read in code: said so (docs/estimate.md) */
         est_assume(e,

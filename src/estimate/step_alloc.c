@@ -190,6 +190,8 @@ struct replay {
     /* the request that failed on the capacity: 'where' then, and whose tensor it was */
     struct gm_est_replay_segment failed;
     const struct gm_est_component *failed_c; /* NULL: a temporary of the step */
+    /* what the allocator kept then (request_failed()) */
+    uint64_t fail_reserved, fail_allocated, fail_largest_free;
 };
 
 static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, uint64_t size,
@@ -256,6 +258,53 @@ static void live_dec(struct replay *r, enum gm_est_stream stream, uint64_t bytes
     request_trace(r, false, bytes);
 }
 
+/* The largest free block of one pool on one stream (gm_alloc_segments()). */
+struct largest_free {
+    int64_t stream;
+    bool small;
+    uint64_t bytes;
+};
+
+static enum gm_status largest_free_block(void *ctx, const struct gm_alloc_segment_info *seg,
+                                         struct gm_error *err)
+{
+    struct largest_free *f = ctx;
+    (void)err;
+    if (seg->stream != f->stream || seg->is_small != f->small)
+        return GM_OK;
+    for (size_t i = 0; i < seg->n_blocks; i++)
+        if (seg->blocks[i].state == GM_ALLOC_BLOCK_INACTIVE && seg->blocks[i].size > f->bytes)
+            f->bytes = seg->blocks[i].size;
+    return GM_OK;
+}
+
+/* A request of 'bytes' on 'stream' failed on the capacity: r->failed as the step stood, with
+ * what the allocator held then.  PyTorch's malloc() has by then freed every cached segment
+ * that holds no allocated block (release_cached_blocks(): only blocks with neither prev nor
+ * next, c10/cuda/CUDACachingAllocator.cpp at v2.4.1) and asked cudaMalloc again, so what is
+ * reserved is the segments with a block in use; the largest free block left in them says
+ * whether the bytes were there but not in one piece (a block live inside a cached segment).
+ * Small-pool requests are those of at most 1 MiB (kSmallSize, the same file). */
+static void request_failed(struct replay *r, int64_t stream, uint64_t bytes,
+                           const struct gm_est_component *c)
+{
+    struct gm_alloc_stats s;
+    struct largest_free f;
+    r->oom = true;
+    r->failed = r->where;
+    r->failed.stream = (enum gm_est_stream)stream;
+    r->failed_c = c;
+    gm_alloc_get_stats(r->a, &s);
+    r->fail_reserved = s.reserved_bytes[GM_ALLOC_STAT_ALL].current;
+    r->fail_allocated = s.allocated_bytes[GM_ALLOC_STAT_ALL].current;
+    f.stream = stream;
+    f.small = bytes <= GM_ALLOC_SMALL_SIZE;
+    f.bytes = 0;
+    /* out of memory for the walk: the largest free block stays unknown (0) */
+    if (gm_alloc_segments(r->a, largest_free_block, &f, NULL) == GM_OK)
+        r->fail_largest_free = f.bytes;
+}
+
 static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t bytes)
 {
     uint64_t ptr = 0;
@@ -266,10 +315,7 @@ static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t byte
     r->where.live = r->cur;
     st = gm_alloc_malloc_block(r->a, bytes, p->stream, &ptr, &p->blk[slot], r->err);
     if (st == GM_ERR_LIMIT) {
-        r->oom = true;
-        r->failed = r->where;
-        r->failed.stream = (enum gm_est_stream)p->stream;
-        r->failed_c = p->c;
+        request_failed(r, p->stream, bytes, p->c);
         return;
     }
     if (st) {
@@ -307,9 +353,7 @@ static struct gm_alloc_block *raw_alloc(struct replay *r, uint64_t bytes)
     r->where.live = r->cur;
     st = gm_alloc_malloc_block(r->a, bytes, GM_EST_STREAM_COMPUTE, &ptr, &b, r->err);
     if (st == GM_ERR_LIMIT) {
-        r->oom = true;
-        r->failed = r->where;
-        r->failed.stream = GM_EST_STREAM_COMPUTE;
+        request_failed(r, GM_EST_STREAM_COMPUTE, bytes, NULL);
         return NULL;
     }
     if (st) {
@@ -780,6 +824,12 @@ bool est_loss_cache_block_applies(const struct gm_job *j)
      * ran without expandable_segments: no other kernel, no other segments */
     return j->memory.loss == GM_LOSS_FUSED && j->memory.loss_impl == GM_LOSS_IMPL_UNSLOTH &&
            j->memory.loss_cache_block && !j->runtime.alloc.expandable_segments;
+}
+
+bool est_replay_failed_on_layout(const struct gm_est_replay *r)
+{
+    return r->oom && r->failed.request && r->capacity_bytes &&
+           r->allocated_peak <= r->capacity_bytes;
 }
 
 bool est_step_replay_job_applies(const struct gm_job *j)
@@ -1710,6 +1760,9 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
         out->failed.layer = r.failed.layer;
         out->failed.stream = r.failed.stream;
         out->failed.kind = r.failed_c ? r.failed_c->kind : GM_KIND__COUNT;
+        out->failed.reserved = r.fail_reserved;
+        out->failed.allocated = r.fail_allocated;
+        out->failed.largest_free = r.fail_largest_free;
     }
     out->wrap = r.fsdp1_wrap;
     out->wrap_synced = r.fsdp1_wrap && r.sync_states;

@@ -643,6 +643,59 @@ static void test_failed_request_named(void **state)
                 (t.seg.step == r->failed.step && t.seg.at <= r->failed.at));
 }
 
+/* A request that fails says what the allocator kept once it had freed its cache: what stayed
+ * reserved leaves no room on the device for the request's segment, the largest free block
+ * of its pool is smaller than the request (else it would have taken it), and whether the
+ * failure is where the blocks lie (fragmentation) or the bytes: a small model whose
+ * tensors alone are more than the GPU holds fails on the bytes; Mistral-7B QLoRA at 32 x
+ * 4096 on an A100-80GB (fms-acceleration's row 116, which ran) never has more allocated
+ * than the capacity, and the replay's second step fails for its fp32 logits because a
+ * block in use lies inside the segment the first step's logits left cached. */
+static void test_failed_request_layout(void **state)
+{
+    static const struct {
+        const char *model, *settings;
+        bool layout;
+    } jobs[] = {
+        {"llama-3.2-1b",
+         "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16 "
+         "--gpu-memory 12GiB",
+         false},
+        {"mistral-7b",
+         "--train --batch 32 --seq 4096 --grad-checkpointing full --transformers-version 4.45.2 "
+         "--gpu A100-80GB --qlora --lora-rank 16 --lora-targets q,k,v,o --lora-dropout 0.1 "
+         "--adapter-dtype fp32 --no-fp32-upcast --loss fused --loss-impl unsloth "
+         "--fused-kernels rms_norm,rope,lora",
+         true},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+        const struct gm_est_replay *r;
+        uint64_t seg;
+        struct gm_alloc_conf conf;
+        run(jobs[i].model, jobs[i].settings, &est);
+        r = &est->replay;
+        gm_alloc_conf_init(&conf);
+        seg = gm_alloc_segment_size(gm_alloc_round_size(&conf, r->failed.request));
+        assert_true(r->oom && r->failed.request > 0);
+        assert_true(r->failed.allocated >= r->failed.live);
+        assert_true(r->failed.allocated <= r->failed.reserved);
+        assert_true(r->failed.reserved <= r->capacity_bytes);
+        assert_true(r->failed.reserved + seg > r->capacity_bytes);
+        assert_true(r->failed.largest_free < r->failed.request);
+        assert_true(r->failed.largest_free <= r->failed.reserved - r->failed.allocated);
+        assert_int_equal(est_replay_failed_on_layout(r), jobs[i].layout);
+        if (jobs[i].layout) {
+            /* the bytes were free, not in one block */
+            assert_true(r->failed.allocated + r->failed.request <= r->capacity_bytes);
+            assert_true(r->failed.largest_free > 0);
+            assert_int_equal(r->failed.kind, GM_KIND_LOGITS);
+            assert_true(r->failed.step >= 1);
+        }
+        assert_int_equal(est->fit.verdict, GM_VERDICT_DOES_NOT_FIT);
+    }
+}
+
 /* What a segment trace sums to, per pass, and what the loss takes. */
 struct seg_sum {
     uint64_t n[2], bytes[2], last_reserved[2];
@@ -1152,6 +1205,7 @@ int main(void)
         cmocka_unit_test(test_replay_and_floor),
         cmocka_unit_test(test_floor_stops_at_the_capacity),
         cmocka_unit_test(test_failed_request_named),
+        cmocka_unit_test(test_failed_request_layout),
         cmocka_unit_test(test_alloc_conf_reaches_the_replay),
         cmocka_unit_test(test_where_it_does_not_apply),
         cmocka_unit_test(test_segment_trace),
