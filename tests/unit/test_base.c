@@ -556,9 +556,10 @@ static void test_big_array(void **state)
     gm_big_free(NULL, 0);
 }
 
-/* A big array in a mapping of its own grows by a quarter of its capacity, not double (its
- * whole capacity is populated, big.h); a small one still doubles. */
-static void test_big_grows_by_a_quarter(void **state)
+/* A big array grows to what it needs rounded up to whole 2 MiB mapping units where arrays are
+ * mapped (its whole capacity is populated, big.h), by a quarter on the heap (the sanitizer
+ * build); a small one still doubles. */
+static void test_big_grows_to_whole_units(void **state)
 {
     void *p = NULL;
     size_t cap = 0;
@@ -568,9 +569,15 @@ static void test_big_grows_by_a_quarter(void **state)
     assert_true(gm_big_grow(&p, &cap, 2u << 20, 8, 64));
     assert_int_equal(cap, 2u << 20); /* 128 doubled up to 2 Mi elements (16 MiB) */
     assert_true(gm_big_grow(&p, &cap, (2u << 20) + 1, 8, 64));
-    assert_int_equal(cap, (2u << 20) + (2u << 20) / 4);
+#if defined(__linux__) && !defined(GM_ARENA_MALLOC)
+    assert_int_equal(cap, (18u << 20) / 8); /* 16 MiB + 8 bytes: 9 units of 2 MiB */
     assert_true(gm_big_grow(&p, &cap, 4000000, 8, 64));
-    assert_int_equal(cap, 4096000); /* 2621440 + a quarter = 3276800, + a quarter */
+    assert_int_equal(cap, (32u << 20) / 8); /* 32,000,000 bytes: 16 units */
+#else
+    assert_int_equal(cap, ((16u << 20) + 8 + ((16u << 20) + 8) / 4) / 8);
+    assert_true(gm_big_grow(&p, &cap, 4000000, 8, 64));
+    assert_int_equal(cap, (32000000 + 32000000 / 4) / 8);
+#endif
     memset(p, 0xab, cap * 8); /* all of it writable */
     gm_big_free(p, cap * 8);
 }
@@ -618,6 +625,51 @@ static void test_big_pages_populated(void **state)
     assert_non_null(p);
     assert_int_equal(resident_pages(p, 20u << 20), (20u << 20) / page);
     gm_big_free(p, 20u << 20);
+}
+
+/* A mapped array is memory up to its capacity rounded up to a 2 MiB unit, no more: the address
+ * space reserved behind it (up to the next power of two) holds no page until the array grows
+ * into it, in place; and what a shrink gives up is memory no more.  Skipped where the kernel
+ * cannot populate. */
+static void test_big_grows_in_place(void **state)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *p, *q;
+    (void)state;
+#ifdef MADV_POPULATE_WRITE
+    p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(p != MAP_FAILED);
+    if (madvise(p, page, MADV_POPULATE_WRITE) != 0) {
+        munmap(p, page);
+        skip();
+    }
+    munmap(p, page);
+#else
+    skip();
+#endif
+    p = gm_big_realloc(NULL, 0, 5u << 20); /* 3 units, in a reservation of 8 MiB */
+    assert_non_null(p);
+    assert_int_equal(resident_pages(p, 8u << 20), (6u << 20) / page);
+    p[(3u << 20) - 1] = 6;
+    p[(5u << 20) - 1] = 7;
+    q = gm_big_realloc(p, 5u << 20, 7u << 20); /* the fourth unit: in place */
+    assert_ptr_equal(q, p);
+    assert_int_equal(resident_pages(p, 8u << 20), (8u << 20) / page);
+    assert_int_equal(p[(5u << 20) - 1], 7);
+    p[(7u << 20) - 1] = 8;
+    q = gm_big_realloc(p, 7u << 20, 5u << 20); /* back to 3 units: the fourth given back */
+    assert_ptr_equal(q, p);
+    assert_int_equal(resident_pages(p, 8u << 20), (6u << 20) / page);
+    assert_int_equal(p[(5u << 20) - 1], 7);
+    q = gm_big_realloc(p, 5u << 20, 3u << 20); /* 2 units, in 4 MiB */
+    assert_ptr_equal(q, p);
+    assert_int_equal(resident_pages(p, 4u << 20), (4u << 20) / page);
+    q = gm_big_realloc(p, 3u << 20, 9u << 20); /* past the reservation: 16 MiB, kept bytes */
+    assert_non_null(q);
+    assert_int_equal(q[(3u << 20) - 1], 6);
+    assert_int_equal(resident_pages(q, 16u << 20), (10u << 20) / page);
+    q[(9u << 20) - 1] = 9;
+    gm_big_free(q, 9u << 20);
 }
 #endif
 
@@ -1141,9 +1193,10 @@ int main(void)
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_alloc_failure_injection),
         cmocka_unit_test(test_big_array),
-        cmocka_unit_test(test_big_grows_by_a_quarter),
+        cmocka_unit_test(test_big_grows_to_whole_units),
 #if defined(__linux__) && !defined(GM_ARENA_MALLOC)
         cmocka_unit_test(test_big_pages_populated),
+        cmocka_unit_test(test_big_grows_in_place),
 #endif
         cmocka_unit_test(test_buf_cap),
         cmocka_unit_test(test_buf_file),
