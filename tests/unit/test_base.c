@@ -599,25 +599,31 @@ static size_t resident_pages(void *p, size_t bytes)
     return in;
 }
 
+/* Whether this kernel populates a mapping in one call (MADV_POPULATE_WRITE, Linux 5.14);
+ * elsewhere pages fault in as they are written, and the tests of what is in memory skip. */
+static bool kernel_populates(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    bool ok = false;
+    void *probe = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(probe != MAP_FAILED);
+#ifdef MADV_POPULATE_WRITE
+    ok = madvise(probe, page, MADV_POPULATE_WRITE) == 0;
+#endif
+    munmap(probe, page);
+    return ok;
+}
+
 /* The pages of a new mapping, and of the part a mapping grows by, are in memory before the
  * array writes them (populated in one call, not faulted in a page at a time), where the
- * kernel can populate (MADV_POPULATE_WRITE, Linux 5.14); skipped elsewhere. */
+ * kernel can populate; skipped elsewhere. */
 static void test_big_pages_populated(void **state)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    unsigned char *p, *probe;
+    unsigned char *p;
     (void)state;
-    probe = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(probe != MAP_FAILED);
-#ifdef MADV_POPULATE_WRITE
-    if (madvise(probe, page, MADV_POPULATE_WRITE) != 0) {
-#else
-    if (1) {
-#endif
-        munmap(probe, page);
-        skip(); /* this kernel cannot populate: pages fault in as they are written */
-    }
-    munmap(probe, page);
+    if (!kernel_populates())
+        skip();
     p = gm_big_realloc(NULL, 0, 6u << 20);
     assert_non_null(p);
     assert_int_equal(resident_pages(p, 6u << 20), (6u << 20) / page);
@@ -636,17 +642,8 @@ static void test_big_grows_in_place(void **state)
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     unsigned char *p, *q;
     (void)state;
-#ifdef MADV_POPULATE_WRITE
-    p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(p != MAP_FAILED);
-    if (madvise(p, page, MADV_POPULATE_WRITE) != 0) {
-        munmap(p, page);
+    if (!kernel_populates())
         skip();
-    }
-    munmap(p, page);
-#else
-    skip();
-#endif
     p = gm_big_realloc(NULL, 0, 5u << 20); /* 3 units, in a reservation of 8 MiB */
     assert_non_null(p);
     assert_int_equal(resident_pages(p, 8u << 20), (6u << 20) / page);
