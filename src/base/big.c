@@ -16,14 +16,25 @@
 #endif
 
 #ifdef GM_BIG_MAPPED
-/* Mapping sizes are whole 2 MiB units: an array that grows a little at a time is
- * remapped once per 2 MiB.  The pages of each new part are populated at once; no huge pages
- * are asked for (big.h). */
+/* A mapped array of 'bytes' is memory up to map_round(bytes), whole 2 MiB units, each new
+ * unit populated at once (big.h); behind that its mapping reserves address space up to
+ * map_reserve(bytes), the next power of two, which no page backs until the array grows
+ * into it: growth within the reservation populates the next units in place (no mremap, no
+ * page table moved), and an array is never more memory than its capacity rounded up to a
+ * unit.  Both sizes are functions of the capacity alone, which is all the caller keeps. */
 #define MAP_UNIT ((size_t)2 << 20)
 
 static size_t map_round(size_t n)
 {
     return (n + MAP_UNIT - 1) & ~(MAP_UNIT - 1);
+}
+
+static size_t map_reserve(size_t n)
+{
+    size_t r = MAP_UNIT, m = map_round(n);
+    while (r < m && r <= SIZE_MAX / 2)
+        r *= 2;
+    return r < m ? m : r;
 }
 
 /* Fault in the pages of bytes [from, to) of the mapping 'm' in one call, before they are
@@ -47,14 +58,23 @@ static void populate(void *m, size_t from, size_t to)
 
 static void *map_new(size_t bytes)
 {
-    void *m =
-        mmap(NULL, map_round(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *m = mmap(NULL, map_reserve(bytes), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
     populate(m, 0, bytes);
     return m;
 }
 #endif
+
+size_t gm_big_room(size_t bytes)
+{
+#ifdef GM_BIG_MAPPED
+    return bytes <= SIZE_MAX - MAP_UNIT ? map_round(bytes) : bytes;
+#else
+    return bytes <= SIZE_MAX - bytes / 4 ? bytes + bytes / 4 : bytes;
+#endif
+}
 
 void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes)
 {
@@ -79,15 +99,25 @@ void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes)
         if (!(n = gm_malloc(new_bytes)))
             return NULL;
         memcpy(n, p, new_bytes);
-        (void)munmap(p, map_round(old_bytes));
+        (void)munmap(p, map_reserve(old_bytes));
         return n;
     }
-    if (map_round(new_bytes) == map_round(old_bytes))
-        n = p;
-    else if ((n = mremap(p, map_round(old_bytes), map_round(new_bytes), MREMAP_MAYMOVE)) ==
-             MAP_FAILED)
-        return NULL;
-    populate(n, old_bytes, new_bytes);
+    n = p;
+    if (map_reserve(new_bytes) != map_reserve(old_bytes)) {
+        n = mremap(p, map_reserve(old_bytes), map_reserve(new_bytes), MREMAP_MAYMOVE);
+        if (n == MAP_FAILED)
+            return NULL;
+    }
+    if (new_bytes > old_bytes) {
+        populate(n, old_bytes, new_bytes);
+    } else if (map_round(new_bytes) < map_round(old_bytes)) {
+        /* the units given up are memory no more (what is still reserved of them) */
+        size_t hi = map_round(old_bytes) < map_reserve(new_bytes) ? map_round(old_bytes)
+                                                                  : map_reserve(new_bytes);
+        if (hi > map_round(new_bytes))
+            (void)madvise((char *)n + map_round(new_bytes), hi - map_round(new_bytes),
+                          MADV_DONTNEED);
+    }
     return n;
 #else
     (void)old_bytes;
@@ -101,7 +131,7 @@ void gm_big_free(void *p, size_t bytes)
         return;
 #ifdef GM_BIG_MAPPED
     if (bytes >= GM_BIG_MIN) {
-        (void)munmap(p, map_round(bytes));
+        (void)munmap(p, map_reserve(bytes));
         return;
     }
 #else

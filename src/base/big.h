@@ -23,8 +23,11 @@
  * 4 KiB page: on a later build machine (a Firecracker guest, Linux 6.18) writing 400 MB of
  * fresh memory one fault a page took 1.41 s, populated first 0.50 s; `gpumem snapshot peak`
  * of the 1 GB snapshot went 1.56 -> 1.38 s and categories 3.03 -> 2.0-2.4 s.  Since the
- * whole capacity is then memory, a mapped array grows by a quarter of its size, not double
- * (vec.c), so at most a fifth of it is never written. */
+ * whole capacity is then memory, a mapped array grows to what it needs rounded up to whole
+ * 2 MiB units (vec.c, gm_big_room()), in place: its mapping reserves address space beyond
+ * its capacity, up to the next power of two, that no page backs (big.c).  (Growing by a
+ * quarter instead left the pickle memo of the 1 GB snapshot 142 MB of memory for 97 MB of
+ * cells.) */
 #ifndef GM_BASE_BIG_H
 #define GM_BASE_BIG_H
 
@@ -37,6 +40,12 @@
  * with 0), to 'new_bytes'; the first min(old, new) bytes are kept.  NULL when out of
  * memory ('p' is then unchanged). */
 void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes);
+
+/* The capacity in bytes that an array of GM_BIG_MIN bytes or more, growing, takes to hold
+ * 'bytes': where arrays are mapped, 'bytes' rounded up to whole mapping units (it grows in
+ * place); elsewhere (the heap) a quarter more than 'bytes', so that growth is not
+ * quadratic. */
+size_t gm_big_room(size_t bytes);
 
 /* Make room for 'need' elements of 'elem' bytes in the array *p of *cap elements, doubling
  * from 'first' (elements): gm_vec_grow() (vec.h) of a GM_VEC_BIG array with its first

@@ -21,13 +21,11 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem, unsigned flags
     if (ncap < 1)
         ncap = 1;
     if ((flags & GM_VEC_BIG) && *cap * elem >= GM_BIG_MIN) {
-        /* a mapped array: every byte of its capacity is written into memory at once
-         * (big.h), so it grows by a quarter, not double */
-        while (ncap < need) {
-            if (ncap > (SIZE_MAX - ncap / 4) / elem)
-                return p;
-            ncap += ncap / 4;
-        }
+        /* a mapped array: every byte of its capacity is memory at once, and it grows in
+         * place (big.h), so it grows to what is needed, rounded up to whole mapping units */
+        if (need > SIZE_MAX / elem)
+            return p;
+        ncap = gm_big_room(need * elem) / elem;
     }
     while (ncap < need) {
         if (ncap > SIZE_MAX / 2 / elem)

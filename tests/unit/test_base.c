@@ -556,9 +556,10 @@ static void test_big_array(void **state)
     gm_big_free(NULL, 0);
 }
 
-/* A big array in a mapping of its own grows by a quarter of its capacity, not double (its
- * whole capacity is populated, big.h); a small one still doubles. */
-static void test_big_grows_by_a_quarter(void **state)
+/* A big array grows to what it needs rounded up to whole 2 MiB mapping units where arrays are
+ * mapped (its whole capacity is populated, big.h), by a quarter on the heap (the sanitizer
+ * build); a small one still doubles. */
+static void test_big_grows_to_whole_units(void **state)
 {
     void *p = NULL;
     size_t cap = 0;
@@ -568,10 +569,16 @@ static void test_big_grows_by_a_quarter(void **state)
     assert_true(gm_big_grow(&p, &cap, 2u << 20, 8, 64));
     assert_int_equal(cap, 2u << 20); /* 128 doubled up to 2 Mi elements (16 MiB) */
     assert_true(gm_big_grow(&p, &cap, (2u << 20) + 1, 8, 64));
-    assert_int_equal(cap, (2u << 20) + (2u << 20) / 4);
+#if defined(__linux__) && !defined(GM_ARENA_MALLOC)
+    assert_int_equal(cap, (18u << 20) / 8); /* 16 MiB + 8 bytes: 9 units of 2 MiB */
     assert_true(gm_big_grow(&p, &cap, 4000000, 8, 64));
-    assert_int_equal(cap, 4096000); /* 2621440 + a quarter = 3276800, + a quarter */
-    memset(p, 0xab, cap * 8);       /* all of it writable */
+    assert_int_equal(cap, (32u << 20) / 8); /* 32,000,000 bytes: 16 units */
+#else
+    assert_int_equal(cap, ((16u << 20) + 8 + ((16u << 20) + 8) / 4) / 8);
+    assert_true(gm_big_grow(&p, &cap, 4000000, 8, 64));
+    assert_int_equal(cap, (32000000 + 32000000 / 4) / 8);
+#endif
+    memset(p, 0xab, cap * 8); /* all of it writable */
     gm_big_free(p, cap * 8);
 }
 
@@ -592,6 +599,21 @@ static size_t resident_pages(void *p, size_t bytes)
     return in;
 }
 
+/* Whether this kernel populates a mapping in one call (MADV_POPULATE_WRITE, Linux 5.14);
+ * elsewhere pages fault in as they are written, and the tests of what is in memory skip. */
+static bool kernel_populates(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    bool ok = false;
+    void *probe = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(probe != MAP_FAILED);
+#ifdef MADV_POPULATE_WRITE
+    ok = madvise(probe, page, MADV_POPULATE_WRITE) == 0;
+#endif
+    munmap(probe, page);
+    return ok;
+}
+
 /* The pages of a new mapping, and of the part a mapping grows by, are in memory before the
  * array writes them (populated in one call, not faulted in a page at a time), and no page
  * past the array's capacity is, where the kernel can populate (MADV_POPULATE_WRITE, Linux
@@ -599,19 +621,10 @@ static size_t resident_pages(void *p, size_t bytes)
 static void test_big_pages_populated(void **state)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    unsigned char *p, *probe;
+    unsigned char *p;
     (void)state;
-    probe = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(probe != MAP_FAILED);
-#ifdef MADV_POPULATE_WRITE
-    if (madvise(probe, page, MADV_POPULATE_WRITE) != 0) {
-#else
-    if (1) {
-#endif
-        munmap(probe, page);
-        skip(); /* this kernel cannot populate: pages fault in as they are written */
-    }
-    munmap(probe, page);
+    if (!kernel_populates())
+        skip();
     /* 5 MiB and a page: in a 6 MiB mapping, of which only those pages are in memory (what a
      * caller's budget counts), then grown within the mapping and past it */
     p = gm_big_realloc(NULL, 0, (5u << 20) + page);
@@ -624,6 +637,42 @@ static void test_big_pages_populated(void **state)
     assert_non_null(p);
     assert_int_equal(resident_pages(p, 20u << 20), (20u << 20) / page);
     gm_big_free(p, 20u << 20);
+}
+
+/* A mapped array is memory up to its capacity, no more (big.c, populate()): the address
+ * space reserved behind it (up to the next power of two) holds no page until the array grows
+ * into it, in place; and what a shrink gives up is memory no more.  Skipped where the kernel
+ * cannot populate. */
+static void test_big_grows_in_place(void **state)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *p, *q;
+    (void)state;
+    if (!kernel_populates())
+        skip();
+    p = gm_big_realloc(NULL, 0, 5u << 20); /* 3 units, in a reservation of 8 MiB */
+    assert_non_null(p);
+    assert_int_equal(resident_pages(p, 8u << 20), (5u << 20) / page);
+    p[(3u << 20) - 1] = 6;
+    p[(5u << 20) - 1] = 7;
+    q = gm_big_realloc(p, 5u << 20, 7u << 20); /* the fourth unit: in place */
+    assert_ptr_equal(q, p);
+    assert_int_equal(resident_pages(p, 8u << 20), (7u << 20) / page);
+    assert_int_equal(p[(5u << 20) - 1], 7);
+    p[(7u << 20) - 1] = 8;
+    q = gm_big_realloc(p, 7u << 20, 5u << 20); /* back to 3 units: the fourth given back */
+    assert_ptr_equal(q, p);
+    assert_int_equal(resident_pages(p, 8u << 20), (6u << 20) / page);
+    assert_int_equal(p[(5u << 20) - 1], 7);
+    q = gm_big_realloc(p, 5u << 20, 3u << 20); /* 2 units, in 4 MiB */
+    assert_ptr_equal(q, p);
+    assert_int_equal(resident_pages(p, 4u << 20), (4u << 20) / page);
+    q = gm_big_realloc(p, 3u << 20, 9u << 20); /* past the reservation: 16 MiB, kept bytes */
+    assert_non_null(q);
+    assert_int_equal(q[(3u << 20) - 1], 6);
+    assert_int_equal(resident_pages(q, 16u << 20), (9u << 20) / page);
+    q[(9u << 20) - 1] = 9;
+    gm_big_free(q, 9u << 20);
 }
 #endif
 
@@ -1147,9 +1196,10 @@ int main(void)
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_alloc_failure_injection),
         cmocka_unit_test(test_big_array),
-        cmocka_unit_test(test_big_grows_by_a_quarter),
+        cmocka_unit_test(test_big_grows_to_whole_units),
 #if defined(__linux__) && !defined(GM_ARENA_MALLOC)
         cmocka_unit_test(test_big_pages_populated),
+        cmocka_unit_test(test_big_grows_in_place),
 #endif
         cmocka_unit_test(test_buf_cap),
         cmocka_unit_test(test_buf_file),
