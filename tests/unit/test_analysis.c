@@ -2791,6 +2791,112 @@ static struct gm_analysis *analyse_loaded(const char *buf, size_t len, uint64_t 
     return an;
 }
 
+/* A frame at 'file', 'line', in 'name'. */
+static void pickle_frame(struct gm_pickle_writer *w, const char *file, int64_t line,
+                         const char *name)
+{
+    gm_pickle_dict_begin(w, 3);
+    gm_pickle_str(w, "filename");
+    gm_pickle_str(w, file);
+    gm_pickle_str(w, "line");
+    gm_pickle_int(w, line);
+    gm_pickle_str(w, "name");
+    gm_pickle_str(w, name);
+    gm_pickle_dict_end(w);
+}
+
+/* One event of write_many_stacks(): its user frame on line 'line' (none when 0), under a
+ * module call (forward), in Tensor.backward or in neither, as run % 3 says. */
+static void many_stacks_event(struct gm_pickle_writer *w, const char *action, uint64_t addr,
+                              uint64_t size, int64_t t, int64_t line, int run)
+{
+    gm_pickle_dict_begin(w, 5);
+    gm_pickle_str(w, "action");
+    gm_pickle_str(w, action);
+    gm_pickle_str(w, "addr");
+    gm_pickle_uint(w, addr);
+    gm_pickle_str(w, "size");
+    gm_pickle_uint(w, size);
+    gm_pickle_str(w, "time_us");
+    gm_pickle_int(w, t);
+    gm_pickle_str(w, "frames");
+    gm_pickle_list_begin(w, line ? 2 : 0);
+    if (line) {
+        pickle_frame(w, "train.py", line, "run");
+        if (run % 3 == 0)
+            pickle_frame(w, "/env/lib/python3.11/site-packages/torch/nn/modules/module.py", 1750,
+                         "_call_impl");
+        else if (run % 3 == 1)
+            pickle_frame(w, "/env/lib/python3.11/site-packages/torch/_tensor.py", 626, "backward");
+        else
+            pickle_frame(w, "train.py", 5, "collate");
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+}
+
+/* A trace whose stack ids pass 16 bits half-way: N allocations, each with a stack of its
+ * own (its user frame's line), in runs of 200 forward, backward or neither, a snapshot
+ * event (no phase) with the stack of the allocation before it after every 97th, then the
+ * frees in order; the first pass keeps its stacks in 16 bits up to the first id of 0x8000
+ * and in 32 from there.  Allocation i has stack i + 1 (0 is the empty one), so stack
+ * 0x8000, the first past 16 bits, is allocation 32767's: the first of a forward run (run
+ * 165) after one of neither, where its own phase is what the smoothing starts from. */
+static void write_many_stacks(char **buf, size_t *len)
+{
+    enum { N = 0x8000 + 4000 };
+    struct gm_pickle_writer *w;
+    struct gm_error err;
+    FILE *f = open_memstream(buf, len);
+    int64_t t = 1000;
+    w = pickle_doc_begin(f, 2, 1);
+    gm_pickle_list_begin(w, 2 * N + N / 97);
+    for (int i = 0; i < N; i++) {
+        uint64_t addr = 0x7f0000000000u + 4096u * (uint64_t)i;
+        int run = (i + 233) / 200;
+        many_stacks_event(w, "alloc", addr, 512u + (uint64_t)(i % 64), t++, 10 + i, run);
+        if (i % 97 == 96)
+            many_stacks_event(w, "snapshot", 0, 0, t++, 10 + i, run);
+    }
+    for (int i = 0; i < N; i++)
+        many_stacks_event(w, "free_completed", 0x7f0000000000u + 4096u * (uint64_t)i,
+                          512u + (uint64_t)(i % 64), t++, 0, 0);
+    gm_pickle_list_end(w);
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The first pass of a trace with more stacks than 16 bits number (its stacks kept in 16 bits,
+ * then widened to 32 at the first id past them) is taken and gives the walk's results: the
+ * phases of the events on either side of the widening, those without a phase among them. */
+static void test_first_pass_of_more_stacks_than_16_bits_equals_the_walk(void **state)
+{
+    char *buf, *ha, *hb;
+    size_t len, ta, tb;
+    struct gm_snapshot *sa, *sb;
+    (void)state;
+    write_many_stacks(&buf, &len);
+    first_pass_agrees(buf, len, "more stacks than 16 bits");
+    struct gm_analysis *a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
+    struct gm_analysis *b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
+    /* what the case is about: stack ids past 16 bits, the first pass taken, phases */
+    assert_true(sb->n_stacks > 0x8000);
+    assert_int_equal(ta, 0);
+    assert_int_equal(tb, 1);
+    assert_true(a->devices[0].n_phases > 100);
+    analyses_equal(a, b, true, "more stacks than 16 bits");
+    assert_string_equal(ha, hb);
+    free(ha);
+    free(hb);
+    gm_analysis_free(a);
+    gm_analysis_free(b);
+    gm_snapshot_free(sa);
+    gm_snapshot_free(sb);
+    free(buf);
+}
+
 /* On streams, frameless events in step ranges and frees, the first pass made while loading is
  * the one the analysis uses, and its results (documents and report page) are the walk's; under
  * a memory limit too small for it the analysis walks, with the same results.  The same with
@@ -3669,6 +3775,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_diff_only_analysis_is_refused_where_the_whole_is_needed),
     cmocka_unit_test(test_analysis_without_series_keeps_the_figures),
     cmocka_unit_test(test_first_pass_while_loading_equals_the_walk),
+    cmocka_unit_test(test_first_pass_of_more_stacks_than_16_bits_equals_the_walk),
     cmocka_unit_test(test_first_pass_used_on_streams_and_step_ranges),
     cmocka_unit_test(test_first_pass_early_allocations_keep_their_streams),
     cmocka_unit_test(test_first_pass_after_a_long_batch_is_the_walk),
