@@ -1063,6 +1063,13 @@ struct gm_analysis_diff {
  * them, or until gm_snapshot_free().  Borrowed, static. */
 const struct gm_snapshot_consumer *gm_analysis_first_pass_consumer(void);
 
+/* The same for a snapshot that gm_analysis_diff_prepare() alone analyses: it keeps nothing a
+ * diff does not read (no 4 bytes a free for the order of the frees, no segment events for the
+ * layout history), which another analysis needs: any other analysis of a snapshot loaded
+ * with it walks the trace instead (or, where the load kept no events, fails as
+ * gm_analysis_run() does on such a snapshot).  Borrowed, static. */
+const struct gm_snapshot_consumer *gm_analysis_diff_first_pass_consumer(void);
+
 /* gm_analysis_run() without the per-category series (each device's points empty, and
  * a document with the series refuses it): every other figure the same, for the callers
  * that show none (categories without --series, leaks).  Errors: as gm_analysis_run(). */

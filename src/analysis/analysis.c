@@ -744,13 +744,14 @@ static void *pass_open(void *ctx, uint32_t index, struct gm_budget *shared,
                        struct gm_snapshot_packed *pk)
 {
     struct scan *s;
-    (void)ctx;
     (void)index;
     if (!pk->fold || !(s = gm_calloc(1, sizeof(*s))))
         return NULL; /* (without the fold's map: done after the load) */
     s->budget = gm_budget_make(0, 0);
     s->budget.shared = shared;
     s->loading = true;
+    /* a diff's (ctx: its parts) keeps no free order and no layout events */
+    s->diff_only = ctx && *(const enum ana_parts *)ctx == ANA_PARTS_DIFF;
     s->stk.narrow_below = STK16_NO_PHASE; /* 16 bits an event to start with */
     /* the fold (opened first) keeps the map for both */
     s->fold = pk->fold;
@@ -847,6 +848,15 @@ const struct gm_snapshot_consumer *gm_analysis_first_pass_consumer(void)
     return &first_pass;
 }
 
+static const enum ana_parts diff_parts = ANA_PARTS_DIFF;
+static const struct gm_snapshot_consumer diff_first_pass = {&pass_ops,
+                                                            (void *)(uintptr_t)&diff_parts};
+
+const struct gm_snapshot_consumer *gm_analysis_diff_first_pass_consumer(void)
+{
+    return &diff_first_pass;
+}
+
 /* ---- step 1 after the load ---- */
 
 /* The scan the loader made of w->sd's trace, when it saw the whole trace, the raw phases
@@ -867,8 +877,8 @@ static struct scan *scan_taken(struct work *w, const struct raw_rule *rule)
     snap_memory_moved(w->sd, s->budget.used);
     scan_times_end(s);
     if (s->abandoned || s->n != w->sd->n_events || !s->from_start ||
-        (rule->steps.n && (!s->tm.dt || s->n_timed != s->n)))
-        goto out_release;
+        (rule->steps.n && (!s->tm.dt || s->n_timed != s->n)) || (s->diff_only && !w->diff_only))
+        goto out_release; /* (a diff's first pass: no free order or layout events) */
     if (w->diff_only) {
         /* what a diff does not read (the times go once the phases are made) */
         gm_big_free(s->free_of, s->cap_free_of * sizeof(uint32_t));

@@ -2600,9 +2600,59 @@ typedef enum gm_status (*analyse_fn)(const struct gm_snapshot *snap,
                                      const struct gm_analysis_opts *opts, struct gm_analysis **out,
                                      struct gm_error *err);
 
+/* The diff's first pass (gm_analysis_diff_first_pass_consumer()) of 'len' bytes at 'buf': the
+ * diff's analysis takes it wherever it takes the whole first pass and finds the walk's
+ * allocations and split at the peak, and it
+ * holds fewer bytes than the whole first pass where a trace frees anything (no order of the
+ * frees); any other analysis of a snapshot loaded with it walks, with the walk's results. */
+static void diff_first_pass_agrees(const char *buf, size_t len, const char *name)
+{
+    struct gm_snapshot_opts whole, diff;
+    struct gm_snapshot *plain, *fw, *fd, *fd2;
+    struct gm_analysis *a, *b, *c, *d, *e;
+    struct gm_error err;
+    size_t frees = 0;
+    memset(&whole, 0, sizeof(whole));
+    memset(&diff, 0, sizeof(diff));
+    whole.consumer = gm_analysis_first_pass_consumer();
+    diff.consumer = gm_analysis_diff_first_pass_consumer();
+    assert_int_equal(gm_snapshot_load_mem(buf, len, NULL, &plain, &err), GM_OK);
+    assert_int_equal(gm_snapshot_load_mem(buf, len, &whole, &fw, &err), GM_OK);
+    assert_int_equal(gm_snapshot_load_mem(buf, len, &diff, &fd, &err), GM_OK);
+    assert_int_equal(gm_snapshot_load_mem(buf, len, &diff, &fd2, &err), GM_OK);
+    for (size_t i = 0; i < plain->n_devices; i++)
+        frees += plain->devices[i].n_actions[GM_ACTION_FREE_COMPLETED];
+    if (frees)
+        assert_true(fd->memory_bytes < fw->memory_bytes);
+    assert_int_equal(gm_analysis_diff_prepare(plain, NULL, &a, &err), GM_OK);
+    assert_int_equal(gm_analysis_diff_prepare(fd, NULL, &b, &err), GM_OK);
+    assert_int_equal(gm_analysis_diff_prepare(fw, NULL, &e, &err), GM_OK);
+    assert_int_equal(((const struct ana_priv *)b->priv_)->n_first_pass_taken,
+                     ((const struct ana_priv *)e->priv_)->n_first_pass_taken);
+    analyses_equal(a, b, false, name);
+    for (size_t i = 0; i < a->n_devices; i++)
+        if (memcmp(a->devices[i].at_peak, b->devices[i].at_peak, sizeof(a->devices[i].at_peak)))
+            fail_msg("%s device %d: the split at the peak differs with the diff's first pass", name,
+                     (int)a->devices[i].device);
+    assert_int_equal(gm_analysis_run(plain, NULL, &c, &err), GM_OK);
+    assert_int_equal(gm_analysis_run(fd2, NULL, &d, &err), GM_OK);
+    assert_int_equal(((const struct ana_priv *)d->priv_)->n_first_pass_taken, 0);
+    analyses_equal(c, d, true, name);
+    gm_analysis_free(a);
+    gm_analysis_free(b);
+    gm_analysis_free(c);
+    gm_analysis_free(d);
+    gm_analysis_free(e);
+    gm_snapshot_free(plain);
+    gm_snapshot_free(fw);
+    gm_snapshot_free(fd);
+    gm_snapshot_free(fd2);
+}
+
 /* Each kind of analysis of 'len' bytes at 'buf' equals, loaded with the first pass, the one
  * loaded without it, and so does a second analysis of the same snapshot (which walks the
- * trace: the first took the loader's work); the first pass's work was there to take. */
+ * trace: the first took the loader's work); the first pass's work was there to take.  The
+ * diff's first pass too (diff_first_pass_agrees()). */
 static void first_pass_agrees(const char *buf, size_t len, const char *name)
 {
     static const analyse_fn runs[] = {gm_analysis_run, gm_analysis_run_figures,
@@ -2634,6 +2684,7 @@ static void first_pass_agrees(const char *buf, size_t len, const char *name)
         gm_snapshot_free(plain);
         gm_snapshot_free(fed);
     }
+    diff_first_pass_agrees(buf, len, name);
 }
 
 static void test_first_pass_while_loading_equals_the_walk(void **state)
