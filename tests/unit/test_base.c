@@ -571,7 +571,7 @@ static void test_big_grows_by_a_quarter(void **state)
     assert_int_equal(cap, (2u << 20) + (2u << 20) / 4);
     assert_true(gm_big_grow(&p, &cap, 4000000, 8, 64));
     assert_int_equal(cap, 4096000); /* 2621440 + a quarter = 3276800, + a quarter */
-    memset(p, 0xab, cap * 8); /* all of it writable */
+    memset(p, 0xab, cap * 8);       /* all of it writable */
     gm_big_free(p, cap * 8);
 }
 
