@@ -2049,6 +2049,17 @@ static struct gm_pickle_writer *pickle_doc_begin(FILE *f, uint32_t keys, uint32_
     return w;
 }
 
+/* The end of a document pickle_doc_begin() began, after its last device's trace: the list of
+ * traces, the dict, the writer and the file 'f' closed. */
+static void pickle_doc_end(struct gm_pickle_writer *w, FILE *f)
+{
+    struct gm_error err;
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+}
+
 /* ---- a load that keeps no events (gm_snapshot_opts.consume_events) ---- */
 
 enum ooms_times {
@@ -2897,7 +2908,6 @@ static void write_many_stacks(char **buf, size_t *len)
 {
     enum { N = 0x8000 + 4000 };
     struct gm_pickle_writer *w;
-    struct gm_error err;
     FILE *f = open_memstream(buf, len);
     int64_t t = 1000;
     w = pickle_doc_begin(f, 2, 1);
@@ -2912,11 +2922,8 @@ static void write_many_stacks(char **buf, size_t *len)
     for (int i = 0; i < N; i++)
         many_stacks_event(w, "free_completed", 0x7f0000000000u + 4096u * (uint64_t)i,
                           512u + (uint64_t)(i % 64), t++, 0, 0);
-    gm_pickle_list_end(w);
-    gm_pickle_list_end(w);
-    gm_pickle_dict_end(w);
-    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
-    assert_int_equal(fclose(f), 0);
+    gm_pickle_list_end(w); /* the last device's trace */
+    pickle_doc_end(w, f);
 }
 
 /* The first pass of a trace with more stacks than 16 bits number (its stacks kept in 16 bits,
@@ -3004,7 +3011,6 @@ static void test_first_pass_used_on_streams_and_step_ranges(void **state)
 static void write_early_frees_on_streams(char **buf, size_t *len, int n_early)
 {
     struct gm_pickle_writer *w;
-    struct gm_error err;
     FILE *f = open_memstream(buf, len);
     int n = n_early + 600;
     w = pickle_doc_begin(f, 2, 1);
@@ -3029,11 +3035,8 @@ static void write_early_frees_on_streams(char **buf, size_t *len, int n_early)
         gm_pickle_list_end(w);
         gm_pickle_dict_end(w);
     }
-    gm_pickle_list_end(w);
-    gm_pickle_list_end(w);
-    gm_pickle_dict_end(w);
-    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
-    assert_int_equal(fclose(f), 0);
+    gm_pickle_list_end(w); /* the last device's trace */
+    pickle_doc_end(w, f);
 }
 
 /* Early allocations (frees of blocks allocated before the trace) go in front of the trace's
