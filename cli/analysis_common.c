@@ -31,8 +31,11 @@ static enum gm_status analyse(void *ctx, size_t i, struct gm_snapshot *snap, str
     return GM_OK;
 }
 
+/* 'first': the first pass of 'run' for the load (gm_analysis_first_pass_consumer() or a
+ * narrower one for the same analysis). */
 static int open_many(const char *cmd, char *const *paths, size_t n,
-                     const struct snapcli_load_opts *o, analyse_fn run, struct gm_snapshot **snaps,
+                     const struct snapcli_load_opts *o, analyse_fn run,
+                     const struct gm_snapshot_consumer *first, struct gm_snapshot **snaps,
                      struct gm_analysis **ans)
 {
     struct open_ctx c = {paths, ans, o ? o->rules : NULL, run};
@@ -43,7 +46,7 @@ static int open_many(const char *cmd, char *const *paths, size_t n,
         lo = *o;
     else
         memset(&lo, 0, sizeof(lo));
-    lo.consumer = gm_analysis_first_pass_consumer();
+    lo.consumer = first;
     memset(ans, 0, n * sizeof(*ans));
     rc = snapcli_load_many(cmd, paths, n, &lo, analyse, &c, snaps);
     if (rc) {
@@ -59,20 +62,23 @@ int ana_cli_open_many(const char *cmd, char *const *paths, size_t n,
                       const struct snapcli_load_opts *o, struct gm_snapshot **snaps,
                       struct gm_analysis **ans)
 {
-    return open_many(cmd, paths, n, o, gm_analysis_run, snaps, ans);
+    return open_many(cmd, paths, n, o, gm_analysis_run, gm_analysis_first_pass_consumer(), snaps,
+                     ans);
 }
 
 int ana_cli_open_figures(const char *cmd, char *const *paths, size_t n,
                          const struct snapcli_load_opts *o, struct gm_snapshot **snaps,
                          struct gm_analysis **ans)
 {
-    return open_many(cmd, paths, n, o, gm_analysis_run_figures, snaps, ans);
+    return open_many(cmd, paths, n, o, gm_analysis_run_figures, gm_analysis_first_pass_consumer(),
+                     snaps, ans);
 }
 
 int ana_cli_open_diff(const char *cmd, char *const *paths, const struct snapcli_load_opts *o,
                       struct gm_snapshot **snaps, struct gm_analysis **ans)
 {
-    return open_many(cmd, paths, 2, o, gm_analysis_diff_prepare, snaps, ans);
+    return open_many(cmd, paths, 2, o, gm_analysis_diff_prepare,
+                     gm_analysis_diff_first_pass_consumer(), snaps, ans);
 }
 
 void ana_cli_close_many(struct gm_snapshot **snaps, struct gm_analysis **ans, size_t n)

@@ -1054,13 +1054,21 @@ struct gm_analysis_diff {
  * gm_analysis_diff_prepare()), the first analysis's walk of each device trace is done on the
  * events as the file is read, instead of decoding the stored events again afterwards.  The
  * results are the same either way (a trace it could not follow whole is walked as without
- * it); a later analysis of the same snapshot walks.  Per device it holds 6 bytes an event
- * (its stack and time step), 4 more a free, and per allocation its gm_analysis_alloc and
- * up to 32 bytes of address map; with the timeline's fold, all devices' together stay
+ * it); a later analysis of the same snapshot walks.  Per device it holds 4 bytes an event
+ * (its stack in 2 while every stack id is below 2^15, else 4, and its time step), 4 more a
+ * free, and per allocation its gm_analysis_alloc and up to 32 bytes of address map; with
+ * the timeline's fold, all devices' together stay
  * within an eighth of the snapshot's memory limit while loading (past it a trace is walked
  * after the load instead) and count in gm_snapshot.memory_bytes until the analysis takes
  * them, or until gm_snapshot_free().  Borrowed, static. */
 const struct gm_snapshot_consumer *gm_analysis_first_pass_consumer(void);
+
+/* The same for a snapshot that gm_analysis_diff_prepare() alone analyses: it keeps nothing a
+ * diff does not read (no 4 bytes a free for the order of the frees, no segment events for the
+ * layout history), which another analysis needs: any other analysis of a snapshot loaded
+ * with it walks the trace instead (or, where the load kept no events, fails as
+ * gm_analysis_run() does on such a snapshot).  Borrowed, static. */
+const struct gm_snapshot_consumer *gm_analysis_diff_first_pass_consumer(void);
 
 /* gm_analysis_run() without the per-category series (each device's points empty, and
  * a document with the series refuses it): every other figure the same, for the callers

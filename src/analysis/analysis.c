@@ -122,6 +122,20 @@ struct ana_times {
     size_t cap_blocks;
 };
 
+/* Per event its stack and whether its action has a phase (stk_at()), as the loader's scan
+ * keeps them: 16 bits an event while every stack id is below STK16_NO_PHASE (a training
+ * trace has tens to a few thousand stacks: a 12-million-event trace keeps 24 MB where 32
+ * bits would take 48), 32 bits from the first event whose stack is not ('wide').  v is a
+ * GM_VEC_BIG array of 'cap' elements of stk_elem() bytes. */
+struct ana_stacks {
+    void *v;
+    size_t cap;
+    bool wide;
+    /* the stacks the 16-bit form holds, those below it (STK16_NO_PHASE); 0 once wide: one
+     * comparison per event tells the common case */
+    uint32_t narrow_below;
+};
+
 struct work {
     const struct gm_snapshot *snap;
     const struct gm_snapshot_device *sd;
@@ -148,14 +162,13 @@ struct work {
     struct ana_cats *totals_cats;        /* with them: gm_analysis_totals_cats() (NULL: none) */
     struct ana_layout_events seg_events; /* gathered by scan_trace: the layout history's
                                             events and the series' reserved bytes */
-    struct ana_times tm; /* per event its time's step, kept by scan_trace while every event
-                            has a time and no step goes back or past 2^32 us; the series then
-                            reads no trace (tm.dt NULL: it does) */
-    uint32_t *stk;       /* per event its stack (| STK_NO_PHASE) when the loader's scan kept them,
-                            else NULL: compute_phases reads them instead of the trace */
-    size_t cap_stk;
-    uint64_t held;  /* bytes this device's analysis holds, against the memory limit */
-    size_t n_timed; /* events with a time_us */
+    struct ana_times tm;   /* per event its time's step, kept by scan_trace while every event
+                              has a time and no step goes back or past 2^32 us; the series then
+                              reads no trace (tm.dt NULL: it does) */
+    struct ana_stacks stk; /* per event its stack when the loader's scan kept them, else
+                              stk.v NULL: compute_phases reads them instead of the trace */
+    uint64_t held;         /* bytes this device's analysis holds, against the memory limit */
+    size_t n_timed;        /* events with a time_us */
 };
 
 /* What an allocation site (stack) does over the trace, for the input-batch rule. */
@@ -399,8 +412,39 @@ static void drop_times(struct work *w)
  * stack is kept (stk[]) and its raw phase made after the load by the rule the walk applies at once
  * (raw_rule_phase()). */
 
-/* stk[]: the event's action has no phase (snapshot, other); stacks stay below it. */
-#define STK_NO_PHASE 0x80000000u
+/* stk[]: the event's action has no phase (snapshot, other); stacks stay below it.  In the
+ * 16-bit form the bit is STK16_NO_PHASE; stk_at() answers in the 32-bit form either way. */
+#define STK_NO_PHASE   0x80000000u
+#define STK16_NO_PHASE 0x8000u
+
+static inline size_t stk_elem(const struct ana_stacks *t)
+{
+    return t->wide ? sizeof(uint32_t) : sizeof(uint16_t);
+}
+
+/* Event k's word as stored, and a stored word in the 32-bit form: its stack, | STK_NO_PHASE
+ * when its action has no phase (equal words: equal stacks and phase bits, in either form);
+ * 'wide' is t->wide, a constant where a caller's loop is compiled for each form. */
+static GM_INLINE_ALWAYS uint32_t stk_word_as(const struct ana_stacks *t, size_t k, bool wide)
+{
+    return wide ? ((const uint32_t *)t->v)[k] : ((const uint16_t *)t->v)[k];
+}
+
+static GM_INLINE_ALWAYS uint32_t stk_wide_as(uint32_t x, bool wide)
+{
+    return wide ? x : (x & ~STK16_NO_PHASE) | (x & STK16_NO_PHASE) << 16;
+}
+
+static inline uint32_t stk_at(const struct ana_stacks *t, size_t k)
+{
+    return stk_wide_as(stk_word_as(t, k, t->wide), t->wide);
+}
+
+static void stk_release(struct ana_stacks *t)
+{
+    gm_big_free(t->v, t->cap * stk_elem(t));
+    memset(t, 0, sizeof(*t));
+}
 
 enum scan_stop { SCAN_OK = 0, SCAN_NOMEM, SCAN_OVER, SCAN_TOO_MANY };
 
@@ -411,10 +455,9 @@ struct scan {
     bool abandoned;          /* the loader gave up on it: the trace is walked instead */
     bool diff_only;          /* no times, free order or layout events (a diff's walk) */
     size_t n;                /* events seen */
-    uint32_t *stk;           /* loading: per event, its stack (| STK_NO_PHASE) */
-    size_t cap_stk;
-    struct ana_times tm; /* see struct work (tm.dt NULL: not kept) */
-    int64_t last_t, t0;  /* the time of the last event, of the first */
+    struct ana_stacks stk;   /* loading: per event, its stack */
+    struct ana_times tm;     /* see struct work (tm.dt NULL: not kept) */
+    int64_t last_t, t0;      /* the time of the last event, of the first */
     struct gm_analysis_alloc *trace, *early;
     size_t n_trace, cap_trace, n_early, cap_early;
     /* the allocation at each address: while loading the trace's fold answers (its ordinal
@@ -548,6 +591,28 @@ scan_push(struct scan *s, struct gm_analysis_alloc **arr, size_t *n, size_t *cap
     return a;
 }
 
+/* Event k's stack into 32-bit stk[] (made so from the 16-bit one the first time: the earlier
+ * events' stacks widened); false when it stops (s->stop). */
+static bool scan_stack_wide(struct scan *s, size_t k, uint32_t stack, bool has_phase)
+{
+    if (stack & STK_NO_PHASE) {
+        s->stop = SCAN_TOO_MANY;
+        return false;
+    }
+    if (!s->stk.wide) {
+        struct ana_stacks w = {NULL, 0, true, 0};
+        if (!scan_grow(s, &w.v, &w.cap, s->stk.cap, sizeof(uint32_t)))
+            return false;
+        for (size_t i = 0; i < k; i++)
+            ((uint32_t *)w.v)[i] = stk_wide_as(stk_word_as(&s->stk, i, false), false);
+        gm_budget_give(&s->budget, (uint64_t)s->stk.cap * sizeof(uint16_t));
+        stk_release(&s->stk);
+        s->stk = w;
+    }
+    ((uint32_t *)s->stk.v)[k] = stack | (has_phase ? 0 : STK_NO_PHASE);
+    return true;
+}
+
 /* Event k into the scan.  'snap' and 'rule' while walking (the stream and the raw phase
  * made at once, into phase[]), NULL while loading (the extra id and the stack kept).
  * 'found': the fold's answer for the event while loading (snap_fold_answers()), NULL when
@@ -589,14 +654,12 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
     if (rule) {
         phase[k] = raw_rule_phase(rule, e->stack, has_phase, e);
     } else {
-        if (k >= s->cap_stk &&
-            !scan_grow(s, (void **)&s->stk, &s->cap_stk, k + 1, sizeof(uint32_t)))
+        if (k >= s->stk.cap && !scan_grow(s, &s->stk.v, &s->stk.cap, k + 1, stk_elem(&s->stk)))
             return false;
-        if (e->stack & STK_NO_PHASE) {
-            s->stop = SCAN_TOO_MANY;
+        if (GM_LIKELY(e->stack < s->stk.narrow_below))
+            ((uint16_t *)s->stk.v)[k] = (uint16_t)(e->stack | (has_phase ? 0 : STK16_NO_PHASE));
+        else if (!scan_stack_wide(s, k, e->stack, has_phase))
             return false;
-        }
-        s->stk[k] = e->stack | (has_phase ? 0 : STK_NO_PHASE);
     }
     if (!s->diff_only && !ana_layout_events_see(&s->seg_events, (int64_t)k, e)) {
         s->stop = SCAN_NOMEM;
@@ -662,7 +725,7 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
 static void scan_release(struct scan *s)
 {
     scan_drop_times(s);
-    gm_big_free(s->stk, s->cap_stk * sizeof(uint32_t));
+    stk_release(&s->stk);
     gm_big_free(s->trace, s->cap_trace * sizeof(*s->trace));
     gm_big_free(s->early, s->cap_early * sizeof(*s->early));
     gm_big_free(s->free_of, s->cap_free_of * sizeof(uint32_t));
@@ -681,13 +744,15 @@ static void *pass_open(void *ctx, uint32_t index, struct gm_budget *shared,
                        struct gm_snapshot_packed *pk)
 {
     struct scan *s;
-    (void)ctx;
     (void)index;
     if (!pk->fold || !(s = gm_calloc(1, sizeof(*s))))
         return NULL; /* (without the fold's map: done after the load) */
     s->budget = gm_budget_make(0, 0);
     s->budget.shared = shared;
     s->loading = true;
+    /* a diff's (ctx: its parts) keeps no free order and no layout events */
+    s->diff_only = ctx && *(const enum ana_parts *)ctx == ANA_PARTS_DIFF;
+    s->stk.narrow_below = STK16_NO_PHASE; /* 16 bits an event to start with */
     /* the fold (opened first) keeps the map for both */
     s->fold = pk->fold;
     snap_fold_answer(pk->fold, true);
@@ -783,6 +848,15 @@ const struct gm_snapshot_consumer *gm_analysis_first_pass_consumer(void)
     return &first_pass;
 }
 
+static const enum ana_parts diff_parts = ANA_PARTS_DIFF;
+static const struct gm_snapshot_consumer diff_first_pass = {&pass_ops,
+                                                            (void *)(uintptr_t)&diff_parts};
+
+const struct gm_snapshot_consumer *gm_analysis_diff_first_pass_consumer(void)
+{
+    return &diff_first_pass;
+}
+
 /* ---- step 1 after the load ---- */
 
 /* The scan the loader made of w->sd's trace, when it saw the whole trace, the raw phases
@@ -803,8 +877,8 @@ static struct scan *scan_taken(struct work *w, const struct raw_rule *rule)
     snap_memory_moved(w->sd, s->budget.used);
     scan_times_end(s);
     if (s->abandoned || s->n != w->sd->n_events || !s->from_start ||
-        (rule->steps.n && (!s->tm.dt || s->n_timed != s->n)))
-        goto out_release;
+        (rule->steps.n && (!s->tm.dt || s->n_timed != s->n)) || (s->diff_only && !w->diff_only))
+        goto out_release; /* (a diff's first pass: no free order or layout events) */
     if (w->diff_only) {
         /* what a diff does not read (the times go once the phases are made) */
         gm_big_free(s->free_of, s->cap_free_of * sizeof(uint32_t));
@@ -824,13 +898,15 @@ out_release:
 }
 
 /* The raw phases of the scan the loader made (its stacks, the times rebuilt from its steps
- * for the step ranges), by the rule the walk applies per event. */
-static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8_t *phase)
+ * for the step ranges), by the rule the walk applies per event; 'wide' is s->stk.wide (a
+ * constant in each of the two copies scan_phases() calls). */
+static GM_INLINE_ALWAYS void scan_phases_as(const struct scan *s, const struct raw_rule *rule,
+                                            uint8_t *phase, bool wide)
 {
     /* a copy whose address no call takes: the byte stores to phase[] would otherwise make
      * the compiler read the rule again after each one */
     struct raw_rule r = *rule;
-    const uint32_t *stk = s->stk;
+    const struct ana_stacks stk = s->stk;
     struct gm_snapshot_event t;
     uint64_t time = (uint64_t)s->t0;
     size_t wi = 0;
@@ -842,9 +918,10 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
         uint32_t last = 0;
         uint8_t last_raw = 0;
         for (size_t k = 0, n = s->n; k < n; k++) {
-            uint32_t x = stk[k];
-            if (k == 0 || x != last) {
-                last = x;
+            uint32_t word = stk_word_as(&stk, k, wide);
+            if (k == 0 || word != last) {
+                uint32_t x = stk_wide_as(word, wide);
+                last = word;
                 last_raw = raw_rule_phase(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE), &t);
             }
             phase[k] = last_raw;
@@ -866,15 +943,15 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
         size_t j = n;
         if (!to_end)
             j = (size_t)times_forward(&s->tm, (int64_t)k, (int64_t)n, true, stop, &tj, &wi);
-        uint32_t last = stk[k];
-        uint8_t last_raw =
-            raw_rule_finish(raw_rule_stack(&r, last & ~STK_NO_PHASE, !(last & STK_NO_PHASE)), in,
-                            last & ~STK_NO_PHASE);
+        uint32_t last = stk_word_as(&stk, k, wide), x = stk_wide_as(last, wide);
+        uint8_t last_raw = raw_rule_finish(
+            raw_rule_stack(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE)), in, x & ~STK_NO_PHASE);
         phase[k] = last_raw;
         for (size_t i = k + 1; i < j; i++) {
-            uint32_t x = stk[i];
-            if (x != last) {
-                last = x;
+            uint32_t word = stk_word_as(&stk, i, wide);
+            if (word != last) {
+                last = word;
+                x = stk_wide_as(word, wide);
                 last_raw =
                     raw_rule_finish(raw_rule_stack(&r, x & ~STK_NO_PHASE, !(x & STK_NO_PHASE)), in,
                                     x & ~STK_NO_PHASE);
@@ -886,6 +963,14 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
             t.time_us = tj + (int64_t)step_us(s->tm.dt, s->tm.dt_wide, (int64_t)j, &wi);
         k = j;
     }
+}
+
+static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8_t *phase)
+{
+    if (s->stk.wide)
+        scan_phases_as(s, rule, phase, true);
+    else
+        scan_phases_as(s, rule, phase, false);
 }
 
 /* The loader's scan's allocations trace[0..n) (each with its event's extra id for a stream)
@@ -1027,7 +1112,6 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     w->held += s.budget.used - base;
     w->tm = s.tm;
     w->stk = s.stk;
-    w->cap_stk = s.cap_stk;
     w->free_of = s.free_of;
     w->n_free_of = s.n_free_of;
     w->cap_free_of = s.cap_free_of;
@@ -1036,11 +1120,11 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     w->cap_oom = s.cap_oom;
     w->seg_events = s.seg_events;
     memset(&s.tm, 0, sizeof(s.tm));
-    s.stk = NULL;
+    memset(&s.stk, 0, sizeof(s.stk));
     s.free_of = NULL;
     s.ooms = NULL;
     memset(&s.seg_events, 0, sizeof(s.seg_events));
-    s.cap_stk = s.cap_free_of = s.cap_oom = 0;
+    s.cap_free_of = s.cap_oom = 0;
     if (w->n_timed != sd->n_events)
         drop_times(w);
     if (dev->n_allocs) {
@@ -1109,8 +1193,8 @@ static uint32_t stack_at(const struct work *w, struct gm_snapshot_cursor *c, siz
 {
     const struct gm_snapshot_device *sd = w->sd;
     const struct gm_snapshot_event *e;
-    if (w->stk)
-        return w->stk[k] & ~STK_NO_PHASE; /* kept by the loader's scan */
+    if (w->stk.v)
+        return stk_at(&w->stk, k) & ~STK_NO_PHASE; /* kept by the loader's scan */
     if (c->index + 1 > k || c->index + 1 + GM_SNAPSHOT_CHECKPOINT < k)
         gm_snapshot_cursor_init(c, sd, k);
     while ((e = gm_snapshot_cursor_next(c)) != NULL)
@@ -2630,10 +2714,8 @@ static uint64_t layout_bytes(const struct gm_layout_history *h)
 /* The loader's stacks, read by compute_phases alone. */
 static void release_stacks(struct work *w)
 {
-    gm_big_free(w->stk, w->cap_stk * sizeof(uint32_t));
-    w->held -= (uint64_t)w->cap_stk * sizeof(uint32_t);
-    w->stk = NULL;
-    w->cap_stk = 0;
+    w->held -= (uint64_t)w->stk.cap * stk_elem(&w->stk);
+    stk_release(&w->stk);
 }
 
 static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,

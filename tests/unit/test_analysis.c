@@ -2049,6 +2049,17 @@ static struct gm_pickle_writer *pickle_doc_begin(FILE *f, uint32_t keys, uint32_
     return w;
 }
 
+/* The end of a document pickle_doc_begin() began, after its last device's trace: the list of
+ * traces, the dict, the writer and the file 'f' closed. */
+static void pickle_doc_end(struct gm_pickle_writer *w, FILE *f)
+{
+    struct gm_error err;
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
+    assert_int_equal(fclose(f), 0);
+}
+
 /* ---- a load that keeps no events (gm_snapshot_opts.consume_events) ---- */
 
 enum ooms_times {
@@ -2600,9 +2611,59 @@ typedef enum gm_status (*analyse_fn)(const struct gm_snapshot *snap,
                                      const struct gm_analysis_opts *opts, struct gm_analysis **out,
                                      struct gm_error *err);
 
+/* The diff's first pass (gm_analysis_diff_first_pass_consumer()) of 'len' bytes at 'buf': the
+ * diff's analysis takes it wherever it takes the whole first pass and finds the walk's
+ * allocations and split at the peak, and it
+ * holds fewer bytes than the whole first pass where a trace frees anything (no order of the
+ * frees); any other analysis of a snapshot loaded with it walks, with the walk's results. */
+static void diff_first_pass_agrees(const char *buf, size_t len, const char *name)
+{
+    struct gm_snapshot_opts whole, diff;
+    struct gm_snapshot *plain, *fw, *fd, *fd2;
+    struct gm_analysis *a, *b, *c, *d, *e;
+    struct gm_error err;
+    size_t frees = 0;
+    memset(&whole, 0, sizeof(whole));
+    memset(&diff, 0, sizeof(diff));
+    whole.consumer = gm_analysis_first_pass_consumer();
+    diff.consumer = gm_analysis_diff_first_pass_consumer();
+    assert_int_equal(gm_snapshot_load_mem(buf, len, NULL, &plain, &err), GM_OK);
+    assert_int_equal(gm_snapshot_load_mem(buf, len, &whole, &fw, &err), GM_OK);
+    assert_int_equal(gm_snapshot_load_mem(buf, len, &diff, &fd, &err), GM_OK);
+    assert_int_equal(gm_snapshot_load_mem(buf, len, &diff, &fd2, &err), GM_OK);
+    for (size_t i = 0; i < plain->n_devices; i++)
+        frees += plain->devices[i].n_actions[GM_ACTION_FREE_COMPLETED];
+    if (frees)
+        assert_true(fd->memory_bytes < fw->memory_bytes);
+    assert_int_equal(gm_analysis_diff_prepare(plain, NULL, &a, &err), GM_OK);
+    assert_int_equal(gm_analysis_diff_prepare(fd, NULL, &b, &err), GM_OK);
+    assert_int_equal(gm_analysis_diff_prepare(fw, NULL, &e, &err), GM_OK);
+    assert_int_equal(((const struct ana_priv *)b->priv_)->n_first_pass_taken,
+                     ((const struct ana_priv *)e->priv_)->n_first_pass_taken);
+    analyses_equal(a, b, false, name);
+    for (size_t i = 0; i < a->n_devices; i++)
+        if (memcmp(a->devices[i].at_peak, b->devices[i].at_peak, sizeof(a->devices[i].at_peak)))
+            fail_msg("%s device %d: the split at the peak differs with the diff's first pass", name,
+                     (int)a->devices[i].device);
+    assert_int_equal(gm_analysis_run(plain, NULL, &c, &err), GM_OK);
+    assert_int_equal(gm_analysis_run(fd2, NULL, &d, &err), GM_OK);
+    assert_int_equal(((const struct ana_priv *)d->priv_)->n_first_pass_taken, 0);
+    analyses_equal(c, d, true, name);
+    gm_analysis_free(a);
+    gm_analysis_free(b);
+    gm_analysis_free(c);
+    gm_analysis_free(d);
+    gm_analysis_free(e);
+    gm_snapshot_free(plain);
+    gm_snapshot_free(fw);
+    gm_snapshot_free(fd);
+    gm_snapshot_free(fd2);
+}
+
 /* Each kind of analysis of 'len' bytes at 'buf' equals, loaded with the first pass, the one
  * loaded without it, and so does a second analysis of the same snapshot (which walks the
- * trace: the first took the loader's work); the first pass's work was there to take. */
+ * trace: the first took the loader's work); the first pass's work was there to take.  The
+ * diff's first pass too (diff_first_pass_agrees()). */
 static void first_pass_agrees(const char *buf, size_t len, const char *name)
 {
     static const analyse_fn runs[] = {gm_analysis_run, gm_analysis_run_figures,
@@ -2634,6 +2695,7 @@ static void first_pass_agrees(const char *buf, size_t len, const char *name)
         gm_snapshot_free(plain);
         gm_snapshot_free(fed);
     }
+    diff_first_pass_agrees(buf, len, name);
 }
 
 static void test_first_pass_while_loading_equals_the_walk(void **state)
@@ -2791,6 +2853,108 @@ static struct gm_analysis *analyse_loaded(const char *buf, size_t len, uint64_t 
     return an;
 }
 
+/* A frame at 'file', 'line', in 'name'. */
+static void pickle_frame(struct gm_pickle_writer *w, const char *file, int64_t line,
+                         const char *name)
+{
+    gm_pickle_dict_begin(w, 3);
+    gm_pickle_str(w, "filename");
+    gm_pickle_str(w, file);
+    gm_pickle_str(w, "line");
+    gm_pickle_int(w, line);
+    gm_pickle_str(w, "name");
+    gm_pickle_str(w, name);
+    gm_pickle_dict_end(w);
+}
+
+/* One event of write_many_stacks(): its user frame on line 'line' (none when 0), under a
+ * module call (forward), in Tensor.backward or in neither, as run % 3 says. */
+static void many_stacks_event(struct gm_pickle_writer *w, const char *action, uint64_t addr,
+                              uint64_t size, int64_t t, int64_t line, int run)
+{
+    gm_pickle_dict_begin(w, 5);
+    gm_pickle_str(w, "action");
+    gm_pickle_str(w, action);
+    gm_pickle_str(w, "addr");
+    gm_pickle_uint(w, addr);
+    gm_pickle_str(w, "size");
+    gm_pickle_uint(w, size);
+    gm_pickle_str(w, "time_us");
+    gm_pickle_int(w, t);
+    gm_pickle_str(w, "frames");
+    gm_pickle_list_begin(w, line ? 2 : 0);
+    if (line) {
+        pickle_frame(w, "train.py", line, "run");
+        if (run % 3 == 0)
+            pickle_frame(w, "/env/lib/python3.11/site-packages/torch/nn/modules/module.py", 1750,
+                         "_call_impl");
+        else if (run % 3 == 1)
+            pickle_frame(w, "/env/lib/python3.11/site-packages/torch/_tensor.py", 626, "backward");
+        else
+            pickle_frame(w, "train.py", 5, "collate");
+    }
+    gm_pickle_list_end(w);
+    gm_pickle_dict_end(w);
+}
+
+/* A trace whose stack ids pass 16 bits half-way: N allocations, each with a stack of its
+ * own (its user frame's line), in runs of 200 forward, backward or neither, a snapshot
+ * event (no phase) with the stack of the allocation before it after every 97th, then the
+ * frees in order; the first pass keeps its stacks in 16 bits up to the first id of 0x8000
+ * and in 32 from there.  Allocation i has stack i + 1 (0 is the empty one), so stack
+ * 0x8000, the first past 16 bits, is allocation 32767's: the first of a forward run (run
+ * 165) after one of neither, where its own phase is what the smoothing starts from. */
+static void write_many_stacks(char **buf, size_t *len)
+{
+    enum { N = 0x8000 + 4000 };
+    struct gm_pickle_writer *w;
+    FILE *f = open_memstream(buf, len);
+    int64_t t = 1000;
+    w = pickle_doc_begin(f, 2, 1);
+    gm_pickle_list_begin(w, 2 * N + N / 97);
+    for (int i = 0; i < N; i++) {
+        uint64_t addr = 0x7f0000000000u + 4096u * (uint64_t)i;
+        int run = (i + 233) / 200;
+        many_stacks_event(w, "alloc", addr, 512u + (uint64_t)(i % 64), t++, 10 + i, run);
+        if (i % 97 == 96)
+            many_stacks_event(w, "snapshot", 0, 0, t++, 10 + i, run);
+    }
+    for (int i = 0; i < N; i++)
+        many_stacks_event(w, "free_completed", 0x7f0000000000u + 4096u * (uint64_t)i,
+                          512u + (uint64_t)(i % 64), t++, 0, 0);
+    gm_pickle_list_end(w); /* the last device's trace */
+    pickle_doc_end(w, f);
+}
+
+/* The first pass of a trace with more stacks than 16 bits number (its stacks kept in 16 bits,
+ * then widened to 32 at the first id past them) is taken and gives the walk's results: the
+ * phases of the events on either side of the widening, those without a phase among them. */
+static void test_first_pass_of_more_stacks_than_16_bits_equals_the_walk(void **state)
+{
+    char *buf, *ha, *hb;
+    size_t len, ta, tb;
+    struct gm_snapshot *sa, *sb;
+    (void)state;
+    write_many_stacks(&buf, &len);
+    first_pass_agrees(buf, len, "more stacks than 16 bits");
+    struct gm_analysis *a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
+    struct gm_analysis *b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
+    /* what the case is about: stack ids past 16 bits, the first pass taken, phases */
+    assert_true(sb->n_stacks > 0x8000);
+    assert_int_equal(ta, 0);
+    assert_int_equal(tb, 1);
+    assert_true(a->devices[0].n_phases > 100);
+    analyses_equal(a, b, true, "more stacks than 16 bits");
+    assert_string_equal(ha, hb);
+    free(ha);
+    free(hb);
+    gm_analysis_free(a);
+    gm_analysis_free(b);
+    gm_snapshot_free(sa);
+    gm_snapshot_free(sb);
+    free(buf);
+}
+
 /* On streams, frameless events in step ranges and frees, the first pass made while loading is
  * the one the analysis uses, and its results (documents and report page) are the walk's; under
  * a memory limit too small for it the analysis walks, with the same results.  The same with
@@ -2847,7 +3011,6 @@ static void test_first_pass_used_on_streams_and_step_ranges(void **state)
 static void write_early_frees_on_streams(char **buf, size_t *len, int n_early)
 {
     struct gm_pickle_writer *w;
-    struct gm_error err;
     FILE *f = open_memstream(buf, len);
     int n = n_early + 600;
     w = pickle_doc_begin(f, 2, 1);
@@ -2872,11 +3035,8 @@ static void write_early_frees_on_streams(char **buf, size_t *len, int n_early)
         gm_pickle_list_end(w);
         gm_pickle_dict_end(w);
     }
-    gm_pickle_list_end(w);
-    gm_pickle_list_end(w);
-    gm_pickle_dict_end(w);
-    assert_int_equal(gm_pickle_writer_finish(w, &err), GM_OK);
-    assert_int_equal(fclose(f), 0);
+    gm_pickle_list_end(w); /* the last device's trace */
+    pickle_doc_end(w, f);
 }
 
 /* Early allocations (frees of blocks allocated before the trace) go in front of the trace's
@@ -3669,6 +3829,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_diff_only_analysis_is_refused_where_the_whole_is_needed),
     cmocka_unit_test(test_analysis_without_series_keeps_the_figures),
     cmocka_unit_test(test_first_pass_while_loading_equals_the_walk),
+    cmocka_unit_test(test_first_pass_of_more_stacks_than_16_bits_equals_the_walk),
     cmocka_unit_test(test_first_pass_used_on_streams_and_step_ranges),
     cmocka_unit_test(test_first_pass_early_allocations_keep_their_streams),
     cmocka_unit_test(test_first_pass_after_a_long_batch_is_the_walk),
