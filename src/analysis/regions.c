@@ -88,15 +88,19 @@ static enum gm_status measure(const struct gm_analysis_device *dev, struct gm_an
     qsort(by_last, nl, sizeof(*by_last), cmp_span_key);
     for (; ai < dev->n_allocs && allocs[ai].alloc_event < 0; ai++)
         cur += allocs[ai].bytes;
+    /* the next allocation's and the next free's events (INT64_MAX: none) */
+    int64_t na = ai < dev->n_allocs ? allocs[ai].alloc_event : INT64_MAX;
+    int64_t nf = n_fo ? allocs[fo[0]].free_event : INT64_MAX;
+    size_t open = 0; /* spans with events begun and not ended */
     for (;;) {
-        /* the next event that changes the bytes (INT64_MAX: none) */
-        int64_t na = ai < dev->n_allocs ? allocs[ai].alloc_event : INT64_MAX;
-        int64_t nf = fi < n_fo ? allocs[fo[fi]].free_event : INT64_MAX;
+        /* the next event that changes the bytes: every change before it is counted */
         int64_t k = na < nf ? na : nf;
-        /* every change before k is counted: the state after k - 1 */
-        for (; qf < n && by_first[qf].k <= k; qf++)
-            v[by_first[qf].i].start_bytes = cur;
-        for (; ql < nl && by_last[ql].k < k; ql++) {
+        for (; qf < n && by_first[qf].k <= k; qf++) {
+            struct gm_analysis_region *r = &v[by_first[qf].i];
+            r->start_bytes = cur;
+            open += r->first_event <= r->last_event;
+        }
+        for (; ql < nl && by_last[ql].k < k; ql++, open--) {
             struct gm_analysis_region *r = &v[by_last[ql].i];
             /* the first high at or after the span's first event */
             size_t lo = 0, up = n_hi;
@@ -118,18 +122,33 @@ static enum gm_status measure(const struct gm_analysis_device *dev, struct gm_an
         }
         if (qf == n && ql == nl)
             break;
-        for (; ai < dev->n_allocs && allocs[ai].alloc_event == k; ai++)
-            cur += allocs[ai].bytes;
-        for (; fi < n_fo && allocs[fo[fi]].free_event == k; fi++)
-            cur -= allocs[fo[fi]].bytes;
-        while (n_hi && hi[n_hi - 1].bytes < cur)
-            n_hi--;
-        struct high *h = GM_VEC_PUSH(hi, n_hi, cap_hi, NULL);
-        if (!h) {
-            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
-            goto out;
+        /* the changes before the next span's first event or after the next span's last (an
+         * event is one allocation or one free: one change an event); the highs only while a
+         * span is open (no later span looks before its own first event) */
+        int64_t stop = qf < n ? by_first[qf].k : INT64_MAX;
+        if (ql < nl && by_last[ql].k < stop)
+            stop = by_last[ql].k + 1;
+        if (!open)
+            n_hi = 0;
+        while (k < stop) {
+            if (na < nf) {
+                cur += allocs[ai].bytes;
+                na = ++ai < dev->n_allocs ? allocs[ai].alloc_event : INT64_MAX;
+            } else {
+                cur -= allocs[fo[fi]].bytes;
+                nf = ++fi < n_fo ? allocs[fo[fi]].free_event : INT64_MAX;
+            }
+            if (open) {
+                while (n_hi && hi[n_hi - 1].bytes < cur)
+                    n_hi--;
+                if (n_hi == cap_hi && !GM_VEC_RESERVE(hi, cap_hi, n_hi + 1, NULL)) {
+                    st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
+                    goto out;
+                }
+                hi[n_hi++] = (struct high){k, cur};
+            }
+            k = na < nf ? na : nf;
         }
-        *h = (struct high){k, cur};
     }
     for (size_t i = 0; i < n; i++)
         if (v[i].first_event > v[i].last_event) {
