@@ -11,6 +11,7 @@
 
 #if defined(__linux__) && !defined(GM_ARENA_MALLOC)
 #include <sys/mman.h>
+#include <unistd.h>
 #define GM_BIG_MAPPED 1
 #endif
 
@@ -25,16 +26,22 @@ static size_t map_round(size_t n)
     return (n + MAP_UNIT - 1) & ~(MAP_UNIT - 1);
 }
 
-/* Fault in the fresh pages [p, p + bytes) in one call, before they are written (big.h):
- * where the kernel has no MADV_POPULATE_WRITE (before Linux 5.14) the call fails and the pages
- * fault in one by one as they are written, as before. */
-static void populate(void *p, size_t bytes)
+/* Fault in the pages of bytes [from, to) of the mapping 'm' in one call, before they are
+ * written (big.h): the array's capacity only, not the rest of its last 2 MiB unit, so that
+ * what is in memory is what the caller's budget counted.  Where the kernel has no
+ * MADV_POPULATE_WRITE (before Linux 5.14) the call fails and the pages fault in one by one
+ * as they are written, as before. */
+static void populate(void *m, size_t from, size_t to)
 {
 #ifdef MADV_POPULATE_WRITE
-    (void)madvise(p, bytes, MADV_POPULATE_WRITE);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    from &= ~(page - 1); /* the page holding 'from' is already in memory, or the first one */
+    if (to > from)
+        (void)madvise((char *)m + from, to - from, MADV_POPULATE_WRITE);
 #else
-    (void)p;
-    (void)bytes;
+    (void)m;
+    (void)from;
+    (void)to;
 #endif
 }
 
@@ -44,7 +51,7 @@ static void *map_new(size_t bytes)
         mmap(NULL, map_round(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
-    populate(m, map_round(bytes));
+    populate(m, 0, bytes);
     return m;
 }
 #endif
@@ -76,12 +83,11 @@ void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes)
         return n;
     }
     if (map_round(new_bytes) == map_round(old_bytes))
-        return p;
-    n = mremap(p, map_round(old_bytes), map_round(new_bytes), MREMAP_MAYMOVE);
-    if (n == MAP_FAILED)
+        n = p;
+    else if ((n = mremap(p, map_round(old_bytes), map_round(new_bytes), MREMAP_MAYMOVE)) ==
+             MAP_FAILED)
         return NULL;
-    if (map_round(new_bytes) > map_round(old_bytes))
-        populate((char *)n + map_round(old_bytes), map_round(new_bytes) - map_round(old_bytes));
+    populate(n, old_bytes, new_bytes);
     return n;
 #else
     (void)old_bytes;
