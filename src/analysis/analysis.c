@@ -2840,6 +2840,19 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     dev->priv_ = dp;
     dp->totals = w.totals;
     dp->totals_cats = w.totals_cats;
+    /* the order of the frees, kept for the regions (the memory the scan filled: no new
+     * array) */
+    if (w.free_of) {
+        if (!ana_priv_keep(priv, w.free_of, w.cap_free_of * sizeof(uint32_t))) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+            goto out;
+        }
+        dp->free_order = w.free_of;
+        dp->n_free_order = w.n_free_of;
+        priv->held += (uint64_t)w.cap_free_of * sizeof(uint32_t);
+        w.free_of = NULL;
+        w.cap_free_of = 0;
+    }
     /* the per-event phases are not needed any more: give them back before the sweep */
     gm_big_free(w.phase, n ? n : 1);
     w.phase = NULL;

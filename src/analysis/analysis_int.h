@@ -191,6 +191,11 @@ struct ana_device_priv {
     const struct gm_layout_history *layout; /* the device's layout history (NULL: none) */
     const struct gm_lod_totals *totals;     /* gm_analysis_totals() */
     const struct ana_cats *totals_cats;     /* gm_analysis_totals_cats(), or NULL */
+    /* the allocations (indexes into allocs) in the order of their free_completed events, one
+     * per such event: with allocs, in alloc-event order, the bytes after every event in one
+     * merge (regions.c), no array per event */
+    const uint32_t *free_order;
+    size_t n_free_order;
 };
 
 /* Keep 'p' (a gm_big array of 'bytes') until gm_analysis_free(); false when out of memory

@@ -17,52 +17,150 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What a device's trace says over its events: the allocated bytes after each event, the
- * time of each (the time of the last timed event before it, for one without). */
-struct totals {
-    uint64_t initial; /* before the first event */
-    uint64_t *after;  /* per event */
-    size_t n;
+/* A region's span [first_event, last_event] of events to measure, keyed by one of its ends
+ * for the walk below. */
+struct span_key {
+    int64_t k;
+    size_t i; /* the region */
 };
 
-static void totals_release(struct totals *t)
+static int cmp_span_key(const void *a, const void *b)
 {
-    gm_free(t->after);
-    memset(t, 0, sizeof(*t));
+    const struct span_key *p = a, *q = b;
+    return p->k != q->k ? (p->k < q->k ? -1 : 1) : (p->i > q->i) - (p->i < q->i);
 }
 
-static enum gm_status totals_build(const struct gm_analysis_device *dev, struct totals *t,
-                                   struct gm_error *err)
-{
-    size_t n = dev->n_events;
+/* An event after which the allocated bytes are more than after every later event up to the
+ * walk's place (the walk's stack of them: their bytes never increase from the bottom up). */
+struct high {
+    int64_t k;
+    uint64_t bytes;
+};
 
-    memset(t, 0, sizeof(*t));
-    t->n = n;
-    /* the changes of each event first, then summed in place: one array of 8 bytes an event */
-    t->after = gm_calloc(n ? n : 1, sizeof(*t->after));
-    if (!t->after)
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
-    for (size_t i = 0; i < dev->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (a->alloc_event < 0)
-            t->initial += a->bytes;
-        else if ((size_t)a->alloc_event < n)
-            t->after[a->alloc_event] += a->bytes; /* modulo 2^64: the sums come right */
-        if (a->free_event >= 0 && (size_t)a->free_event < n)
-            t->after[a->free_event] -= a->bytes;
+/* The figures of the regions v[0..n) from their spans: start_bytes after the event before
+ * the first (the initial bytes before event 0), end_bytes after the last, peak_bytes the
+ * most after any event of the span and peak_event the first that holds it (start_bytes and
+ * the event before the first when none is above it); a span with no event (first_event >
+ * last_event) holds the state after the event before its first.  A non-empty span is first
+ * clamped to the device's events.
+ *
+ * One walk of the changes in event order, with no array per event: the allocations in
+ * alloc-event order (dev->allocs; those alive from the start are the initial bytes) merged
+ * with them in free-event order (the analysis's free order), each counting from its alloc
+ * event to its free_completed, as the series and the peak count them (sums modulo 2^64:
+ * they come right).  A span's start is read when the walk reaches its first event, its end
+ * when it passes its last; its most from a stack of the walk's highs (struct high): the
+ * first of them at or after the span's first event is the span's most and the first event
+ * that holds it. */
+static enum gm_status measure(const struct gm_analysis_device *dev, struct gm_analysis_region *v,
+                              size_t n, struct gm_error *err)
+{
+    const struct gm_analysis_alloc *allocs = dev->allocs;
+    const uint32_t *fo = dev->priv_ ? dev->priv_->free_order : NULL;
+    size_t n_fo = dev->priv_ ? dev->priv_->n_free_order : 0, ai = 0, fi = 0;
+    struct span_key *by_first = gm_malloc((n ? n : 1) * sizeof(*by_first)),
+                    *by_last = gm_malloc((n ? n : 1) * sizeof(*by_last));
+    struct high *hi = NULL;
+    size_t n_hi = 0, cap_hi = 0, nl = 0, qf = 0, ql = 0;
+    uint64_t cur = 0;
+    enum gm_status st = GM_OK;
+
+    if (!dev->priv_ && dev->n_allocs) {
+        st = gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "regions: no analysis of the device");
+        goto out;
     }
-    uint64_t cur = t->initial;
-    size_t k = 0;
-    for (; k + 4 <= n; k += 4) { /* a running sum: four to a turn, an event costs ~3 */
-        uint64_t *v = &t->after[k];
-        v[0] = cur += v[0];
-        v[1] = cur += v[1];
-        v[2] = cur += v[2];
-        v[3] = cur += v[3];
+    if (!by_first || !by_last) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
+        goto out;
     }
-    for (; k < n; k++)
-        t->after[k] = cur += t->after[k];
-    return GM_OK;
+    for (size_t i = 0; i < n; i++) {
+        struct gm_analysis_region *r = &v[i];
+        if (r->first_event <= r->last_event) {
+            if (r->first_event < 0)
+                r->first_event = 0;
+            if (r->last_event >= (int64_t)dev->n_events)
+                r->last_event = (int64_t)dev->n_events - 1;
+            by_last[nl++] = (struct span_key){r->last_event, i};
+        }
+        by_first[i] = (struct span_key){r->first_event, i};
+    }
+    qsort(by_first, n, sizeof(*by_first), cmp_span_key);
+    qsort(by_last, nl, sizeof(*by_last), cmp_span_key);
+    for (; ai < dev->n_allocs && allocs[ai].alloc_event < 0; ai++)
+        cur += allocs[ai].bytes;
+    /* the next allocation's and the next free's events (INT64_MAX: none) */
+    int64_t na = ai < dev->n_allocs ? allocs[ai].alloc_event : INT64_MAX;
+    int64_t nf = n_fo ? allocs[fo[0]].free_event : INT64_MAX;
+    size_t open = 0; /* spans with events begun and not ended */
+    for (;;) {
+        /* the next event that changes the bytes: every change before it is counted */
+        int64_t k = na < nf ? na : nf;
+        for (; qf < n && by_first[qf].k <= k; qf++) {
+            struct gm_analysis_region *r = &v[by_first[qf].i];
+            r->start_bytes = cur;
+            open += r->first_event <= r->last_event;
+        }
+        for (; ql < nl && by_last[ql].k < k; ql++, open--) {
+            struct gm_analysis_region *r = &v[by_last[ql].i];
+            /* the first high at or after the span's first event */
+            size_t lo = 0, up = n_hi;
+            while (lo < up) {
+                size_t mid = lo + (up - lo) / 2;
+                if (hi[mid].k < r->first_event)
+                    lo = mid + 1;
+                else
+                    up = mid;
+            }
+            r->end_bytes = cur;
+            if (lo < n_hi && hi[lo].bytes > r->start_bytes) {
+                r->peak_bytes = hi[lo].bytes;
+                r->peak_event = hi[lo].k;
+            } else {
+                r->peak_bytes = r->start_bytes;
+                r->peak_event = r->first_event - 1;
+            }
+        }
+        if (qf == n && ql == nl)
+            break;
+        /* the changes before the next span's first event or after the next span's last (an
+         * event is one allocation or one free: one change an event); the highs only while a
+         * span is open (no later span looks before its own first event) */
+        int64_t stop = qf < n ? by_first[qf].k : INT64_MAX;
+        if (ql < nl && by_last[ql].k < stop)
+            stop = by_last[ql].k + 1;
+        if (!open)
+            n_hi = 0;
+        while (k < stop) {
+            if (na < nf) {
+                cur += allocs[ai].bytes;
+                na = ++ai < dev->n_allocs ? allocs[ai].alloc_event : INT64_MAX;
+            } else {
+                cur -= allocs[fo[fi]].bytes;
+                nf = ++fi < n_fo ? allocs[fo[fi]].free_event : INT64_MAX;
+            }
+            if (open) {
+                while (n_hi && hi[n_hi - 1].bytes < cur)
+                    n_hi--;
+                if (n_hi == cap_hi && !GM_VEC_RESERVE(hi, cap_hi, n_hi + 1, NULL)) {
+                    st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
+                    goto out;
+                }
+                hi[n_hi++] = (struct high){k, cur};
+            }
+            k = na < nf ? na : nf;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (v[i].first_event > v[i].last_event) {
+            /* no event inside: the state at its time */
+            v[i].end_bytes = v[i].peak_bytes = v[i].start_bytes;
+            v[i].peak_event = v[i].first_event - 1;
+        }
+out:
+    gm_free(by_first);
+    gm_free(by_last);
+    gm_free(hi);
+    return st;
 }
 
 /* A question "the first event at or after time x" and its answer (n when none). */
@@ -154,29 +252,6 @@ static enum gm_status answer_time_queries(const struct gm_analysis *an,
     return GM_OK;
 }
 
-/* The figures of r's events [first_event, last_event] (start_bytes: before the first). */
-static void measure(const struct totals *t, struct gm_analysis_region *r)
-{
-    int64_t f = r->first_event, l = r->last_event;
-    if (f < 0)
-        f = 0;
-    if (l >= (int64_t)t->n)
-        l = (int64_t)t->n - 1;
-    r->first_event = f;
-    r->last_event = l;
-    r->start_bytes = f == 0 ? t->initial : t->after[f - 1];
-    r->peak_bytes = r->start_bytes;
-    r->peak_event = f - 1;
-    r->end_bytes = r->start_bytes;
-    for (int64_t k = f; k <= l; k++) {
-        if (t->after[k] > r->peak_bytes) {
-            r->peak_bytes = t->after[k];
-            r->peak_event = k;
-        }
-        r->end_bytes = t->after[k];
-    }
-}
-
 /* The time of the device's first timed event (false when none has a time). */
 static bool first_time(const struct gm_analysis *an, const struct gm_analysis_device *dev,
                        int64_t *t0)
@@ -202,7 +277,6 @@ static enum gm_status annotation_regions(const struct gm_analysis *an,
 {
     struct gm_snapshot_user_range *r = NULL;
     struct time_query *q = NULL;
-    struct totals t;
     size_t n = 0;
     bool has_time = false;
     enum gm_status st;
@@ -227,16 +301,10 @@ static enum gm_status annotation_regions(const struct gm_analysis *an,
         gm_free(r);
         return st;
     }
-    if ((st = totals_build(dev, &t, err)) != GM_OK) {
-        gm_free(q);
-        gm_free(r);
-        return st;
-    }
     out->v = gm_calloc(n, sizeof(*out->v));
     if (!out->v) {
         gm_free(q);
         gm_free(r);
-        totals_release(&t);
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
     }
     for (size_t i = 0; i < n; i++) {
@@ -246,22 +314,15 @@ static enum gm_status annotation_regions(const struct gm_analysis *an,
         g->start_us = r[i].start_us;
         g->end_us = r[i].end_us;
         g->first_event = q[2 * i].event;
-        g->last_event = r[i].end_us == INT64_MAX ? (int64_t)t.n - 1 : q[2 * i + 1].event - 1;
-        if (g->first_event > g->last_event) {
-            /* no event inside: the state at its time */
-            int64_t before = g->first_event - 1;
-            g->start_bytes = before < 0 ? t.initial : t.after[before];
-            g->end_bytes = g->peak_bytes = g->start_bytes;
-            g->peak_event = before;
-        } else {
-            measure(&t, g);
-        }
+        g->last_event =
+            r[i].end_us == INT64_MAX ? (int64_t)dev->n_events - 1 : q[2 * i + 1].event - 1;
     }
     out->n = n;
     gm_free(q);
     gm_free(r);
-    totals_release(&t);
-    return GM_OK;
+    if ((st = measure(dev, out->v, n, err)) != GM_OK)
+        gm_analysis_regions_release(out);
+    return st;
 }
 
 static const char *compile_context_of(const struct gm_snapshot *snap,
@@ -282,17 +343,14 @@ static enum gm_status compile_regions(const struct gm_analysis *an,
     const struct gm_snapshot_device *sd = gm_snapshot_device_by_index(snap, dev->device);
     struct gm_snapshot_cursor c;
     const struct gm_snapshot_event *e;
-    struct totals t;
     size_t cap = 0;
     enum gm_status st;
     const char *open = NULL;
 
     if (!sd || !dev->n_events)
         return GM_OK;
-    if ((st = totals_build(dev, &t, err)) != GM_OK)
-        return st;
     gm_snapshot_cursor_init(&c, sd, 0);
-    while ((e = gm_snapshot_cursor_next(&c)) != NULL && c.index < t.n) {
+    while ((e = gm_snapshot_cursor_next(&c)) != NULL && c.index < dev->n_events) {
         const char *cc = compile_context_of(snap, e);
         struct gm_analysis_region *g = out->n ? &out->v[out->n - 1] : NULL;
         if (cc && open && (cc == open || !strcmp(cc, open))) {
@@ -310,7 +368,6 @@ static enum gm_status compile_regions(const struct gm_analysis *an,
             continue;
         g = GM_VEC_PUSH(out->v, out->n, cap, NULL);
         if (!g) {
-            totals_release(&t);
             gm_analysis_regions_release(out);
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "regions: out of memory");
         }
@@ -322,10 +379,9 @@ static enum gm_status compile_regions(const struct gm_analysis *an,
             g->start_us = g->end_us = e->time_us;
         }
     }
-    for (size_t i = 0; i < out->n; i++)
-        measure(&t, &out->v[i]);
-    totals_release(&t);
-    return GM_OK;
+    if ((st = measure(dev, out->v, out->n, err)) != GM_OK)
+        gm_analysis_regions_release(out);
+    return st;
 }
 
 enum gm_status gm_analysis_regions(const struct gm_analysis *an,
@@ -368,7 +424,6 @@ enum gm_status gm_analysis_window_region(const struct gm_analysis *an,
                                          const struct gm_analysis_window *w,
                                          struct gm_analysis_region *out, struct gm_error *err)
 {
-    struct totals t;
     enum gm_status st;
 
     memset(out, 0, sizeof(*out));
@@ -407,18 +462,7 @@ enum gm_status gm_analysis_window_region(const struct gm_analysis *an,
         out->first_event = w->from;
         out->last_event = w->to;
     }
-    if ((st = totals_build(dev, &t, err)) != GM_OK)
-        return st;
-    if (out->first_event > out->last_event) {
-        int64_t before = out->first_event - 1;
-        out->start_bytes = before < 0 ? t.initial : t.after[before];
-        out->end_bytes = out->peak_bytes = out->start_bytes;
-        out->peak_event = before;
-    } else {
-        measure(&t, out);
-    }
-    totals_release(&t);
-    return GM_OK;
+    return measure(dev, out, 1, err);
 }
 
 static int cmp_alloc_event(const void *a, const void *b)

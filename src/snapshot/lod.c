@@ -8,6 +8,8 @@
  * level equals the level built directly at that resolution. */
 #include "gpumem/lod.h"
 
+#include "base/big.h"
+
 #include "gpumem/arena.h"
 
 #include <math.h>
@@ -54,8 +56,8 @@ void gm_lod_axis_release(struct gm_lod_axis *a)
 {
     if (!a)
         return;
-    gm_free(a->x32_);
-    gm_free(a->x64_);
+    gm_big_free(a->x32_, a->n_events * sizeof(*a->x32_));
+    gm_big_free(a->x64_, a->n_events * sizeof(*a->x64_));
     a->x32_ = NULL;
     a->x64_ = NULL;
 }
@@ -354,12 +356,12 @@ enum gm_status gm_lod_timeline(const struct gm_snapshot *snap, const struct gm_s
 static bool keep_x(struct gm_lod_axis *a, size_t k, int64_t v)
 {
     if (a->x32_ && (v < 0 || v > (int64_t)UINT32_MAX)) {
-        a->x64_ = gm_malloc(a->n_events * sizeof(*a->x64_));
+        a->x64_ = gm_big_realloc(NULL, 0, a->n_events * sizeof(*a->x64_));
         if (!a->x64_)
             return false;
         for (size_t i = 0; i < k; i++)
             a->x64_[i] = a->x32_[i];
-        gm_free(a->x32_);
+        gm_big_free(a->x32_, a->n_events * sizeof(*a->x32_));
         a->x32_ = NULL;
     }
     if (a->x32_)
@@ -386,9 +388,10 @@ enum gm_status gm_lod_totals_begin(struct gm_lod_totals *t, const struct gm_snap
     enum gm_status st;
     memset(t, 0, sizeof(*t));
     gm_lod_axis_init_counted(&t->axis, dev, n_timed);
-    /* without room for the x's the axis keeps none and reads them from the trace */
+    /* without room for the x's the axis keeps none and reads them from the trace (an array
+     * of 4 bytes an event: a mapping of its own, populated at once, base/big.h) */
     if (t->axis.time)
-        t->axis.x32_ = gm_malloc(t->axis.n_events * sizeof(*t->axis.x32_));
+        t->axis.x32_ = gm_big_realloc(NULL, 0, t->axis.n_events * sizeof(*t->axis.x32_));
     if ((st = gm_lod_init(&t->alloc, 0.0, t->axis.x_end, n, err)) != GM_OK ||
         (st = gm_lod_init(&t->res, 0.0, t->axis.x_end, n, err)) != GM_OK) {
         gm_lod_totals_release(t);

@@ -821,6 +821,125 @@ static void test_annotation_times_equal_and_past_32_bits(void **state)
     gm_analysis_free(an);
 }
 
+/* The bytes after every event by the plain rule (each allocation counts from its alloc event
+ * to its free_completed, those alive from the start in the initial bytes), one array an event:
+ * the reference the regions' walk is held to. */
+static void bytes_after_each(const struct gm_analysis_device *dev, uint64_t *initial,
+                             uint64_t *after)
+{
+    *initial = 0;
+    memset(after, 0, dev->n_events * sizeof(*after));
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (a->alloc_event < 0)
+            *initial += a->bytes;
+        else
+            after[a->alloc_event] += a->bytes;
+        if (a->free_event >= 0)
+            after[a->free_event] -= a->bytes;
+    }
+    uint64_t cur = *initial;
+    for (size_t k = 0; k < dev->n_events; k++)
+        after[k] = cur += after[k];
+}
+
+/* The region's figures are the reference's over its events [first, last]: start after the
+ * event before, end after the last, the most inside it and the first event that holds it
+ * (start and the event before when nothing inside is above it); no event: the state after the
+ * event before. */
+static void check_region_figures(const struct gm_analysis_region *g, uint64_t initial,
+                                 const uint64_t *after)
+{
+    int64_t f = g->first_event, l = g->last_event;
+    uint64_t start = f == 0 ? initial : after[f - 1], peak = start;
+    int64_t peak_event = f - 1;
+    for (int64_t k = f; k <= l; k++)
+        if (after[k] > peak) {
+            peak = after[k];
+            peak_event = k;
+        }
+    assert_int_equal(g->start_bytes, start);
+    assert_int_equal(g->peak_bytes, peak);
+    assert_int_equal(g->peak_event, peak_event);
+    assert_int_equal(g->end_bytes, f <= l ? after[l] : start);
+}
+
+/* The regions' figures come from one walk of the allocations in alloc-event and free-event
+ * order (regions.c measure()), with no array per event; held to the per-event reference on
+ * a trace of small sizes that reaches one total many times (the first event to hold the most
+ * counts), frees of blocks allocated before the trace, blocks never freed, and many
+ * annotation ranges open at once (nested, overlapping, one with no event inside, one never
+ * closed) measured in one walk; every window of events also. */
+static void test_regions_walk_matches_every_event(void **state)
+{
+    (void)state;
+    static struct trace t;
+    static struct gm_snapshot_annotation anns[64];
+    static char names[32][8];
+    struct gm_snapshot s;
+    struct gm_snapshot_device d;
+    struct gm_analysis *an = NULL;
+    struct gm_error err;
+    struct gm_analysis_regions r;
+    struct gm_analysis_region w;
+    uint64_t after[256], initial;
+    uint64_t live[24] = {0}; /* per address slot: its size, 0 when free */
+    uint32_t x = 12345;
+    size_t na = 0;
+
+    t.n = 0;
+    /* two blocks from before the trace, freed inside it */
+    release(&t, 0x100000, 300, S_USER);
+    for (int i = 0; t.n < 200; i++) {
+        x = x * 1103515245u + 12345u;
+        unsigned slot = (x >> 16) % 24;
+        if (live[slot]) {
+            release(&t, 0x1000 * (slot + 1), live[slot], S_USER);
+            live[slot] = 0;
+        } else {
+            live[slot] = 100 * (1 + (x >> 8) % 3);
+            alloc(&t, 0x1000 * (slot + 1), live[slot], S_USER);
+        }
+        if (i == 40)
+            release(&t, 0x200000, 200, S_USER);
+    }
+    /* ranges at times 10 * event: nested and overlapping, from random starts and lengths */
+    for (size_t i = 0; i < 30; i++) {
+        x = x * 1103515245u + 12345u;
+        int64_t start = (int64_t)((x >> 8) % 2000), len = (int64_t)((x >> 20) % 700);
+        snprintf(names[i], sizeof(names[i]), "r%zu", i);
+        anns[na++] = (struct gm_snapshot_annotation){names[i], "START", 0, start, true};
+        if (i != 7) /* never closed */
+            anns[na++] = (struct gm_snapshot_annotation){names[i], "END", 0, start + len, false};
+    }
+    snprintf(names[30], sizeof(names[30]), "gap");
+    anns[na++] = (struct gm_snapshot_annotation){names[30], "START", 0, 501, true};
+    anns[na++] = (struct gm_snapshot_annotation){names[30], "END", 0, 505, false};
+    make_timed_snapshot(&s, &d, &t, anns, na);
+    assert_int_equal(gm_analysis_run(&s, NULL, &an, &err), GM_OK);
+    const struct gm_analysis_device *dev = &an->devices[0];
+    assert_true(dev->n_events <= 256);
+    bytes_after_each(dev, &initial, after);
+    assert_true(initial == 500);
+    assert_int_equal(gm_analysis_regions(an, dev, GM_REGION_ANNOTATION, &r, &err), GM_OK);
+    assert_int_equal(r.n, 31);
+    bool empty = false, peak_inside = false;
+    for (size_t i = 0; i < r.n; i++) {
+        check_region_figures(&r.v[i], initial, after);
+        empty |= r.v[i].first_event > r.v[i].last_event;
+        peak_inside |= r.v[i].peak_event >= r.v[i].first_event;
+    }
+    assert_true(empty && peak_inside);
+    gm_analysis_regions_release(&r);
+    for (int64_t f = 0; f < (int64_t)dev->n_events; f++)
+        for (int64_t l = f; l < (int64_t)dev->n_events; l++) {
+            struct gm_analysis_window win = {false, f, l};
+            assert_int_equal(gm_analysis_window_region(an, dev, &win, &w, &err), GM_OK);
+            check_region_figures(&w, initial, after);
+        }
+    gm_analysis_free(an);
+}
+
 /* Regions: every record_function range (any name) with the bytes at its start, its end
  * and the most inside it; windows by event and by time; the n-th allocation of an address. */
 static void test_regions_and_windows(void **state)
@@ -3800,6 +3919,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_category_rules_yaml_equals_json),
     cmocka_unit_test(test_category_rules_yaml_refused),
     cmocka_unit_test(test_regions_and_windows),
+    cmocka_unit_test(test_regions_walk_matches_every_event),
     cmocka_unit_test(test_annotation_events_with_times_going_back),
     cmocka_unit_test(test_annotation_times_equal_and_past_32_bits),
     cmocka_unit_test(test_rank_names_in_natural_order),
