@@ -131,6 +131,10 @@ struct replay {
     /* shapes */
     uint64_t layers;
     uint64_t blas_handles; /* cuBLAS handles of the step: workspaces (est_torch_cublas_handles) */
+    /* the backward's first GEMM is the lm_head's gradient in the loss's backward; a fused
+     * linear cross-entropy takes the head's gradients in its forward (Liger) or in its own
+     * kernels (Cut Cross-Entropy), so the backward thread's first GEMM is the last layer's */
+    bool head_gemm_in_backward;
     double w_params[MAX_PIECES], w_acts[MAX_PIECES];
     size_t n_params, n_acts;
     double share_emb, share_head; /* of a parameter-shaped component */
@@ -1318,7 +1322,9 @@ static struct plan *find_life(struct plan *pl, size_t n, enum life life)
 
 /* The cuBLAS workspace of handle k (0: the forward's thread, 1: autograd's device thread),
  * allocated when that thread runs its first GEMM (cublas.c): the first step's first layer
- * forward, and its loss's backward (the lm_head's gradient); kept for the process. */
+ * forward, and its loss's backward (the lm_head's gradient) or, where the loss takes the
+ * head's gradient itself (head_gemm_in_backward false), the last layer's backward; kept for
+ * the process. */
 static void handle_workspace(struct replay *r, struct plan *pl, size_t n, size_t k)
 {
     for (size_t i = 0; i < n; i++)
@@ -1355,7 +1361,7 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
     each(r, pl, n, LIFE_PREFETCH, 0, true);
     spans(r, pl, n, M_LOSS, true);
     each(r, pl, n, LIFE_BACKWARD, 0, true); /* made before the loss's backward runs */
-    if (first_step)
+    if (first_step && r->head_gemm_in_backward)
         handle_workspace(r, pl, n, 1);
     for (size_t i = 0; first_step && i < n; i++)
         if (pl[i].life == LIFE_SPAN && pl[i].prof == PROF_LOGITS && pl[i].addr[0]) {
@@ -1377,6 +1383,8 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
 
     /* backward, last layer first */
     at(r, GM_EST_AT_BACKWARD, L);
+    if (first_step && !r->head_gemm_in_backward)
+        handle_workspace(r, pl, n, 1);
     spans(r, pl, n, M_BACKWARD, true);
     for (size_t u = L; u >= 1; u--) {
         at(r, GM_EST_AT_BACKWARD, u);
@@ -1471,6 +1479,7 @@ static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm
     r->req_trace_ctx = cx->req_trace_ctx;
     r->layers = cx->m->n_layers;
     r->blas_handles = est_torch_cublas_handles(cx->job);
+    r->head_gemm_in_backward = cx->job->memory.loss != GM_LOSS_FUSED_LINEAR;
     r->fsdp1_frees = cx->job->parallel.shard == GM_SHARD_FSDP &&
                      cx->job->parallel.fsdp_version == 1 && est_data_parallel(cx->job) > 1;
     /* whether the compute stream has already run past the last reshard when the CPU asks

@@ -1181,6 +1181,19 @@ static void test_cublas_workspaces_in_the_replay(void **state)
             assert_int_equal(t.allocs[s][a], 0);
     /* the replay's peak of live tensors is still the estimate's peak allocated */
     assert_int_equal(est->replay.requested_peak, est->peak_allocated_bytes);
+    /* a fused linear cross-entropy takes the head's gradients itself (Liger's in its forward,
+     * Cut Cross-Entropy's in its kernels): the backward thread's first GEMM is the last
+     * layer's, at the start of the layers' backward */
+    memset(&t, 0, sizeof t);
+    t.bytes = 2 * 4096 * 1024 + 8 * 16 * 1024;
+    job_make("llama-3-8b", "--train --batch 1 --seq 1024 --gpu A100-80GB --loss fused-linear", &j);
+    if (est_run_requests(&j, &est, sized_request, &t, &err) != GM_OK)
+        fail_msg("%s", err.msg);
+    assert_true(t.first_of_layer1);
+    assert_int_equal(t.allocs[0][GM_EST_AT_FORWARD], 1);
+    assert_int_equal(t.allocs[0][GM_EST_AT_LOSS], 0);
+    assert_int_equal(t.allocs[0][GM_EST_AT_BACKWARD], 1);
+    assert_int_equal(est->replay.requested_peak, est->peak_allocated_bytes);
 }
 
 int main(void)
