@@ -238,6 +238,15 @@ static void test_component_parts(void **state)
     assert_true(find(est, "backward_transients")->seq2_share == 0);
 }
 
+/* Training of Llama-3-8B at its defaults, sequences of 512 tokens. */
+static void llama3_train_512(struct gm_job *j)
+{
+    gm_job_init(j);
+    j->mode = GM_EST_TRAIN;
+    j->model.model = gm_model_catalog_find("llama-3-8b");
+    j->workload.seq = 512;
+}
+
 /* PyTorch's cuBLAS workspaces, one rule (cublas.c): ":4096:2:16:8" = 8,519,680 B per
  * (handle, stream), 32 MiB on compute capability 9.0 (CublasHandlePool.cpp
  * parseChosenWorkspaceSize); two handles in training (the forward's thread, autograd's device
@@ -251,10 +260,7 @@ static void test_cublas_workspaces(void **state)
     struct gm_job j;
     struct gm_error err;
     (void)state;
-    gm_job_init(&j);
-    j.mode = GM_EST_TRAIN;
-    j.model.model = gm_model_catalog_find("llama-3-8b");
-    j.workload.seq = 512;
+    llama3_train_512(&j);
     assert_int_equal(j.runtime.workspace_bytes, 0);
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
     c = find(est, "cublas_workspaces");
@@ -270,10 +276,7 @@ static void test_cublas_workspaces(void **state)
     assert_int_equal(find(est, "cublas_workspaces")->bytes, 2 * 32 * GM_MIB);
     /* before PyTorch 1.13: the same workspaces, cuBLAS's own, outside the allocator; peak
      * allocated lower by them, beside --workspace */
-    gm_job_init(&j);
-    j.mode = GM_EST_TRAIN;
-    j.model.model = gm_model_catalog_find("llama-3-8b");
-    j.workload.seq = 512;
+    llama3_train_512(&j);
     assert_int_equal(gm_job_set(&j, "torch-version", "1.13", &err), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &old, &err), GM_OK);
     assert_int_equal(gm_estimate_kind_bytes(old, GM_KIND_TORCH_WORKSPACE), 2 * ws);
@@ -306,10 +309,7 @@ static void test_train_phases(void **state)
     struct gm_job j;
     struct gm_error err;
     (void)state;
-    gm_job_init(&j);
-    j.mode = GM_EST_TRAIN;
-    j.model.model = gm_model_catalog_find("llama-3-8b");
-    j.workload.seq = 512;
+    llama3_train_512(&j);
     /* Small batch: the optimizer step dominates (weights + grads + state + temporaries). */
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
     assert_int_equal(est->peak_phase, GM_EST_PHASE_OPTIMIZER_STEP);
