@@ -62,10 +62,9 @@ enum gm_status est_add_torch_workspaces(struct est_ctx *cx, struct gm_error *err
                  "first GEMM, autograd's device thread's from the first backward's",
                  n, (double)ws / (double)GM_MIB);
     else
-        snprintf(note, sizeof note,
-                 "%.3f MiB from the caching allocator at the first GEMM, kept",
+        snprintf(note, sizeof note, "%.3f MiB from the caching allocator at the first GEMM, kept",
                  (double)ws / (double)GM_MIB);
     return est_add(cx->e, GM_KIND_TORCH_WORKSPACE, "cublas_workspaces", (uint64_t)n * ws,
-                   j->mode == GM_EST_TRAIN ? GM_EST_PHASE_TRAIN_ALL : GM_EST_PHASE_INFER_ALL,
-                   false, GM_EXTENT_ONE_LAYER, note, err);
+                   j->mode == GM_EST_TRAIN ? GM_EST_PHASE_TRAIN_ALL : GM_EST_PHASE_INFER_ALL, false,
+                   GM_EXTENT_ONE_LAYER, note, err);
 }

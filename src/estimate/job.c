@@ -679,9 +679,10 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_CUDA_CONTEXT] = NUM("cuda-context", GM_JOB_SIZE, "SIZE",
                                  "CUDA context + kernels outside the allocator (default 450MiB)",
                                  ANY, GM_ENGINE_NONE, runtime.cuda_context_bytes, 0, BYTES, 0),
-    [EST_SET_WORKSPACE] = NUM("workspace", GM_JOB_SIZE, "SIZE",
-                              "library memory outside the allocator (default 0: PyTorch's cuBLAS workspaces are inside)", ANY,
-                              GM_ENGINE_NONE, runtime.workspace_bytes, 0, BYTES, 0),
+    [EST_SET_WORKSPACE] = NUM(
+        "workspace", GM_JOB_SIZE, "SIZE",
+        "library memory outside the allocator (default 0: PyTorch's cuBLAS workspaces are inside)",
+        ANY, GM_ENGINE_NONE, runtime.workspace_bytes, 0, BYTES, 0),
     [EST_SET_FRAGMENTATION] = NUM("fragmentation", GM_JOB_DOUBLE, "F",
                                   "reserved excess on transient memory (default 0.25)", ANY,
                                   GM_ENGINE_NONE, runtime.fragmentation, 0, 4, 0),

@@ -929,15 +929,23 @@ static void test_model_sources(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_weights_7b),       cmocka_unit_test(test_kv_cache),
-        cmocka_unit_test(test_context_warning),  cmocka_unit_test(test_blog),
-        cmocka_unit_test(test_korthikanti),      cmocka_unit_test(test_component_parts),
-        cmocka_unit_test(test_train_phases),     cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_weights_7b),
+        cmocka_unit_test(test_kv_cache),
+        cmocka_unit_test(test_context_warning),
+        cmocka_unit_test(test_blog),
+        cmocka_unit_test(test_korthikanti),
+        cmocka_unit_test(test_component_parts),
+        cmocka_unit_test(test_train_phases),
+        cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_cublas_workspaces),
-        cmocka_unit_test(test_components_limit), cmocka_unit_test(test_input_forms),
-        cmocka_unit_test(test_settings),         cmocka_unit_test(test_setting_ids),
-        cmocka_unit_test(test_setting_ranges),   cmocka_unit_test(test_kind_categories),
-        cmocka_unit_test(test_fit_reasons),      cmocka_unit_test(test_gpus),
+        cmocka_unit_test(test_components_limit),
+        cmocka_unit_test(test_input_forms),
+        cmocka_unit_test(test_settings),
+        cmocka_unit_test(test_setting_ids),
+        cmocka_unit_test(test_setting_ranges),
+        cmocka_unit_test(test_kind_categories),
+        cmocka_unit_test(test_fit_reasons),
+        cmocka_unit_test(test_gpus),
         cmocka_unit_test(test_model_sources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
