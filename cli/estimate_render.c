@@ -128,7 +128,7 @@ static void text_table(FILE *f, const struct gm_estimate_report *r)
     bytes_cols(f, e->peak_allocated_bytes);
     fprintf(f, "%-55s", "  peak reserved (torch max_memory_reserved)");
     bytes_cols(f, e->peak_reserved_bytes);
-    fprintf(f, "%-55s", "  device used (nvidia-smi, + context + workspaces)");
+    fprintf(f, "%-55s", "  device used (nvidia-smi, + outside the allocator)");
     bytes_cols(f, e->device_bytes);
     text_range(f, &e->range);
 }

@@ -421,7 +421,7 @@ struct gm_job_engine {
 /* What lives outside the tensors (defaults documented in docs/estimate.md). */
 struct gm_job_runtime {
     uint64_t cuda_context_bytes; /* CUDA context + loaded kernels, outside the allocator */
-    uint64_t workspace_bytes;    /* cuBLAS/cuDNN workspaces, outside the allocator */
+    uint64_t workspace_bytes;    /* library memory outside the allocator (0) */
     double fragmentation;        /* reserved/allocated excess on transient memory (0.25) */
     struct gm_alloc_conf alloc;  /* PYTORCH_CUDA_ALLOC_CONF the step replay runs with */
     uint64_t reserve_bytes;      /* weights mode: flat reserve for everything else */

@@ -160,6 +160,28 @@ static void predicted_at(const struct gm_estimate *e, unsigned moment,
     *seq2 = est_round(q);
 }
 
+/* Bytes live at 'moment' that a snapshot counts in a workload category but that do not grow
+ * with the workload: PyTorch's cuBLAS workspaces (category other, one per handle whatever the
+ * batch: est_add_torch_workspaces()). */
+static uint64_t kept_at(const struct gm_estimate *e, unsigned moment)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < e->n_components; i++)
+        if (e->components[i].kind == GM_KIND_TORCH_WORKSPACE && (e->components[i].phases & moment))
+            b = gm_add_sat(b, e->components[i].bytes);
+    return b;
+}
+
+/* 'kept' bytes (kept_at()) moved from *workload to *fixed, as far as *workload holds them;
+ * the bytes moved. */
+static uint64_t keep_fixed(uint64_t kept, uint64_t *fixed, uint64_t *workload)
+{
+    uint64_t k = kept < *workload ? kept : *workload;
+    *fixed = gm_add_sat(*fixed, k);
+    *workload -= k;
+    return k;
+}
+
 /* Fixed and workload sums of a category split. */
 static void split(const uint64_t *bytes, uint64_t *fixed, uint64_t *workload)
 {
@@ -303,11 +325,15 @@ static void note(struct gm_calibration *c, const char *fmt, ...)
  * a module keeps, what the script holds), so the measured difference goes there.  A run
  * that keeps less workload memory than the scores alone does not keep them all (not
  * eager attention, or fewer layers): one scale for both. */
-static void fit_span(struct gm_calib_span *s, uint64_t tokens)
+static void fit_span(struct gm_calib_span *s, uint64_t tokens, uint64_t kept)
 {
     uint64_t rest;
     split(s->predicted, &s->predicted_fixed, &s->predicted_workload);
     split(s->measured, &s->measured_fixed, &s->measured_workload);
+    /* the run's own workspaces are in its workload categories as the estimate's are: fixed
+     * on both sides, as far as each side holds them */
+    kept = keep_fixed(kept, &s->predicted_fixed, &s->predicted_workload);
+    keep_fixed(kept, &s->measured_fixed, &s->measured_workload);
     if (s->predicted_seq2 > s->predicted_workload)
         s->predicted_seq2 = s->predicted_workload;
     if (!s->observed)
@@ -337,6 +363,7 @@ static uint64_t calibrated(const struct gm_calib_span *s, const struct gm_estima
     double f;
     predicted_at(e, span_moment(e, s->kind), bytes, &q);
     split(bytes, &fixed, &w);
+    keep_fixed(kept_at(e, span_moment(e, s->kind)), &fixed, &w);
     if (q > w)
         q = w;
     if (!s->observed) {
@@ -530,7 +557,7 @@ static enum gm_status calibrate(const struct gm_job *job, const struct gm_analys
             s->predicted_bytes = gm_add_sat(s->predicted_bytes, s->predicted[k]);
             s->measured_bytes = gm_add_sat(s->measured_bytes, s->measured[k]);
         }
-        fit_span(s, out->tokens);
+        fit_span(s, out->tokens, kept_at(out->est, s->moment));
         if (s->measured_bytes > out->spans[out->peak_span].measured_bytes)
             out->peak_span = i;
     }

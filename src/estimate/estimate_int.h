@@ -491,8 +491,20 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
 uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
 /* PyTorch's cuBLAS workspace on the job's GPU, which the caching allocator gives a cuBLAS
  * handle at a process's first GEMM on a stream and keeps (a GM_KIND_TORCH_WORKSPACE component):
- * 32 MiB on compute capability 9.0, else 8.125 MiB (stage_engine.c). */
+ * 32 MiB on compute capability 9.0, else 8.125 MiB (cublas.c). */
 uint64_t est_torch_cublas_workspace_bytes(const struct est_ctx *cx);
+/* How many of those workspaces the job's process holds on one GPU: one per (handle, stream),
+ * a handle per thread: 2 in training (the forward's thread, autograd's device thread), 1 in
+ * inference (cublas.c). */
+unsigned est_torch_cublas_handles(const struct gm_job *j);
+/* Whether the job's PyTorch takes them from its caching allocator (from 1.13), or cuBLAS
+ * allocates them itself, outside it (cublas.c). */
+bool est_torch_cublas_in_allocator(const struct gm_job *j);
+/* The job's cuBLAS workspaces as a GM_KIND_TORCH_WORKSPACE component ("cublas_workspaces",
+ * est_torch_cublas_handles() x est_torch_cublas_workspace_bytes(), in every phase of the job's
+ * mode), where they are inside the allocator; nothing otherwise.  Training and transformers'
+ * inference; vLLM places its own (stage_engine.c). */
+enum gm_status est_add_torch_workspaces(struct est_ctx *cx, struct gm_error *err);
 /* The NCCL memory vLLM 'version' (0: the current release) counts as non-torch growth because
  * its profile run creates the tensor-parallel device group's communicator: from 0.11 at tp >= 2
  * with peer access within the node ('p2p', est_node_peers), else 0. */

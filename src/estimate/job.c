@@ -59,7 +59,7 @@ void gm_job_init(struct gm_job *job)
     job->engine.llamacpp.n_ubatch = 512;
     job->engine.llamacpp.n_gpu_layers = 999;
     job->runtime.cuda_context_bytes = 450 * GM_MIB;
-    job->runtime.workspace_bytes = 64 * GM_MIB;
+    job->runtime.workspace_bytes = 0; /* cuBLAS's are PyTorch's, inside (cublas.c) */
     job->runtime.fragmentation = 0.25;
     gm_alloc_conf_init(&job->runtime.alloc);
     job->search = GM_SEARCH_NONE;
@@ -679,9 +679,10 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_CUDA_CONTEXT] = NUM("cuda-context", GM_JOB_SIZE, "SIZE",
                                  "CUDA context + kernels outside the allocator (default 450MiB)",
                                  ANY, GM_ENGINE_NONE, runtime.cuda_context_bytes, 0, BYTES, 0),
-    [EST_SET_WORKSPACE] = NUM("workspace", GM_JOB_SIZE, "SIZE",
-                              "cuBLAS/cuDNN workspaces outside the allocator (default 64MiB)", ANY,
-                              GM_ENGINE_NONE, runtime.workspace_bytes, 0, BYTES, 0),
+    [EST_SET_WORKSPACE] = NUM(
+        "workspace", GM_JOB_SIZE, "SIZE",
+        "library memory outside the allocator (default 0: PyTorch's cuBLAS workspaces are inside)",
+        ANY, GM_ENGINE_NONE, runtime.workspace_bytes, 0, BYTES, 0),
     [EST_SET_FRAGMENTATION] = NUM("fragmentation", GM_JOB_DOUBLE, "F",
                                   "reserved excess on transient memory (default 0.25)", ANY,
                                   GM_ENGINE_NONE, runtime.fragmentation, 0, 4, 0),

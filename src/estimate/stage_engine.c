@@ -344,20 +344,6 @@ static bool vllm_gptq_marlin(const struct est_ctx *cx)
     return k == GM_QKERNEL_MARLIN || (k == GM_QKERNEL_AUTO && vllm_marlin_gpu(cx));
 }
 
-/* PyTorch's cuBLAS workspace on one GPU: cuBLAS gets it from the caching allocator the first
- * time a handle is obtained on a stream, before its first GEMM (getCurrentCUDABlasHandle ->
- * setWorkspaceForHandle -> getNewWorkspace: "CUDACachingAllocator::get()->allocate(
- * getChosenWorkspaceSize())"), and it stays for the life of the process; its size, without
- * CUBLAS_WORKSPACE_CONFIG, is ":4096:2:16:8" (2 x 4096 KiB + 8 x 16 KiB) and 32 MiB on compute
- * capability 9.0 ("32MiB for Hopper", parseChosenWorkspaceSize,
- * aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a3905; the Hopper default since pytorch/pytorch
- * PR #91564, merged 2023-01-03, PyTorch 2.0).  A GPU of unknown compute capability takes the
- * smaller default. */
-uint64_t est_torch_cublas_workspace_bytes(const struct est_ctx *cx)
-{
-    return cx->job->gpu.sm == 90 ? 32 * GM_MIB : 2 * 4096 * 1024 + 8 * 16 * 1024;
-}
-
 /* Whether the profile run's decoder layers take PyTorch's cuBLAS handle, so the workspace
  * (est_torch_cublas_workspace_bytes) is allocated in the first layer and lives through the
  * forward's peak: 16-bit linears (unquantised weights, or roles the scheme keeps in 16 bit,
@@ -1536,6 +1522,8 @@ static enum gm_status engine_sglang(struct est_ctx *cx, struct gm_error *err)
     graphs = gm_mul_sat(max_bs, 2 * GM_MIB);
 
     engine_weights(cx, w, t, false);
+    if ((st = est_add_torch_workspaces(cx, err)) != GM_OK)
+        return st;
     snprintf(note, sizeof note, "a prefill chunk of %llu tokens through one layer, 16-bit",
              (unsigned long long)chunk);
     if ((st = est_add(e, GM_KIND_ACTIVATIONS, "activations", act, GM_EST_PHASE_PREFILL, true,

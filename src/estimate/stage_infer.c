@@ -330,6 +330,9 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                        gm_engine_name(j->engine.kind));
     if (est_allocator(j) != EST_ALLOC_TORCH)
         return GM_OK; /* an engine with its own memory manager accounts for itself */
+    /* PyTorch's cuBLAS workspace, from the first GEMM of the prefill */
+    if ((st = est_add_torch_workspaces(cx, err)) != GM_OK)
+        return st;
     /* a context not given is a named assumption (not a range); an encoder-decoder's cache
      * holds the generated tokens (and its start token) in the self-attention, the encoder's
      * output in the cross-attention, in every decoder layer */

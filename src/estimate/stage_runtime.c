@@ -10,7 +10,9 @@
  *    every kernel of the binary for the GPU's architecture loads at start-up: 1343 MiB on
  *    the HF docs' V100 (CUDA 11.2), about 1.0 GiB on Volta/Turing with CUDA 10
  *    (pytorch#28394), 1.0-1.5 GiB on Ampere with CUDA 11.0/11.1 (pytorch#49877, #54564);
- *  - library workspaces and handles outside the allocator (--workspace, 64 MiB);
+ *  - library memory outside the allocator (--workspace, none by default), and before PyTorch
+ *    1.13 the cuBLAS workspaces cuBLAS allocated itself (PyTorch's, inside the allocator, from
+ *    1.13: cublas.c);
  *  - NCCL buffers, by the number of communicators a rank holds (one per process group it
  *    talks in: data parallel, tensor parallel, pipeline neighbours, expert parallel; vLLM
  *    keeps a pynccl communicator beside torch's group), --nccl per communicator, 1 GiB
@@ -356,6 +358,24 @@ static void context_assumption(struct gm_estimate *e, bool vllm)
                    (double)c->bytes / (double)GM_MIB);
 }
 
+/* Library memory outside the allocator: what --workspace gives (none by default: PyTorch
+ * takes its cuBLAS workspaces from the caching allocator, est_add_torch_workspaces(), and its
+ * cuDNN workspaces too; no source names a library's own memory beyond them), and before PyTorch
+ * 1.13 the cuBLAS workspaces, which cuBLAS then allocated itself (cublas.c). */
+static struct overhead outside_workspaces(struct est_ctx *cx)
+{
+    const struct gm_job *j = cx->job;
+    struct overhead o = {GM_KIND_WORKSPACE, j->runtime.workspace_bytes, "library workspaces",
+                         "--workspace"};
+    if (!est_torch_cublas_in_allocator(j)) {
+        o.bytes = gm_add_sat(o.bytes, (uint64_t)est_torch_cublas_handles(j) *
+                                          est_torch_cublas_workspace_bytes(cx));
+        o.source = j->runtime.workspace_bytes ? "--workspace, cuBLAS's own before PyTorch 1.13"
+                                              : "cuBLAS's own before PyTorch 1.13";
+    }
+    return o;
+}
+
 static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
 {
     const struct gm_job *j = cx->job;
@@ -393,8 +413,7 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
         o[n++] = (struct overhead){GM_KIND_NON_TORCH, e->serving.non_torch_bytes,
                                    "vLLM non-torch memory", "--non-torch"};
     else if (!llamacpp)
-        o[n++] = (struct overhead){GM_KIND_WORKSPACE, j->runtime.workspace_bytes,
-                                   "library workspaces", "--workspace"};
+        o[n++] = outside_workspaces(cx);
     if (!llamacpp && comms) {
         if (j->gpu.no_p2p && !j->runtime.no_p2p)
             est_assume(e,

@@ -1372,6 +1372,9 @@ enum gm_status est_stage_train(struct est_ctx *cx, struct gm_error *err)
                            "--loss applies to models with a language-model head (an encoder "
                            "has no vocabulary head)");
         st = train_arch(cx, err);
+        /* PyTorch's cuBLAS workspaces (the blog method is the blog's formula, as printed) */
+        if (st == GM_OK)
+            st = est_add_torch_workspaces(cx, err);
     }
     if (st != GM_OK)
         return st;

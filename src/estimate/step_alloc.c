@@ -73,6 +73,8 @@ enum life {
     LIFE_UNSHARD,     /* one layer gathered in each layer's forward and backward */
     LIFE_PREFETCH,    /* the next layer gathered, from the loss through backward */
     LIFE_BACKWARD,    /* from the loss's backward to the end of backward, once */
+    LIFE_HANDLE,      /* one tensor per cuBLAS handle, each from its thread's first GEMM of the
+                         first step (the forward's, the backward's), kept */
     LIFE_SPAN         /* from its first moment to its last */
 };
 
@@ -90,7 +92,8 @@ enum profile {
     PROF_PARAMS,  /* per parameter of a layer; the embedding and the head one each */
     PROF_ADAPTER, /* LoRA A and B matrices of a layer */
     PROF_ACTS,    /* the widths one layer computes */
-    PROF_LOGITS   /* vocabulary-wide copies of the logits */
+    PROF_LOGITS,  /* vocabulary-wide copies of the logits */
+    PROF_HANDLES  /* one tensor per cuBLAS handle (est_torch_cublas_handles()) */
 };
 
 /* A component's tensors in the replay; like struct replay, values only besides 'c' (its
@@ -127,6 +130,11 @@ struct replay {
     uint64_t stream_live[GM_EST_STREAM__COUNT], stream_live_peak[GM_EST_STREAM__COUNT];
     /* shapes */
     uint64_t layers;
+    uint64_t blas_handles; /* cuBLAS handles of the step: workspaces (est_torch_cublas_handles) */
+    /* the backward's first GEMM is the lm_head's gradient in the loss's backward; a fused
+     * linear cross-entropy takes the head's gradients in its forward (Liger) or in its own
+     * kernels (Cut Cross-Entropy), so the backward thread's first GEMM is the last layer's */
+    bool head_gemm_in_backward;
     double w_params[MAX_PIECES], w_acts[MAX_PIECES];
     size_t n_params, n_acts;
     double share_emb, share_head; /* of a parameter-shaped component */
@@ -422,6 +430,9 @@ static size_t n_pieces(const struct replay *r, const struct plan *p, size_t u)
     case PROF_LOGITS:
         n = MAX_PIECES / 2;
         break;
+    case PROF_HANDLES:
+        n = (size_t)r->blas_handles;
+        break;
     default:
         n = 1;
     }
@@ -644,7 +655,9 @@ static void plan_component(const struct est_ctx *cx, struct plan *p)
     p->stream = (int64_t)c->stream;
     p->first = first_moment(ph);
     p->last = last_moment(ph);
-    if (ph == GM_EST_PHASE_TRAIN_ALL)
+    if (c->kind == GM_KIND_TORCH_WORKSPACE)
+        p->life = LIFE_HANDLE;
+    else if (ph == GM_EST_PHASE_TRAIN_ALL)
         p->life = c->kind == GM_KIND_OPTIMIZER_STATE ? LIFE_STATE
                   : c->kind == GM_KIND_GRADIENTS     ? LIFE_GRAD_KEPT
                                                      : LIFE_PERSISTENT;
@@ -691,6 +704,8 @@ static void plan_component(const struct est_ctx *cx, struct plan *p)
             p->ends = false; /* made layer by layer in forward */
     } else if (c->kind == GM_KIND_LOGITS) {
         p->prof = PROF_LOGITS;
+    } else if (p->life == LIFE_HANDLE) {
+        p->prof = PROF_HANDLES;
     } else if (c->kind == GM_KIND_ACTIVATIONS || c->kind == GM_KIND_BACKWARD_TEMP ||
                c->kind == GM_KIND_KV_CACHE) {
         /* full checkpointing keeps one tensor per layer: its input (and FSDP1's frozen
@@ -1355,6 +1370,18 @@ static struct plan *find_life(struct plan *pl, size_t n, enum life life)
     return NULL;
 }
 
+/* The cuBLAS workspace of handle k (0: the forward's thread, 1: autograd's device thread),
+ * allocated when that thread runs its first GEMM (cublas.c): the first step's first layer
+ * forward, and its loss's backward (the lm_head's gradient) or, where the loss takes the
+ * head's gradient itself (head_gemm_in_backward false), the last layer's backward; kept for
+ * the process. */
+static void handle_workspace(struct replay *r, struct plan *pl, size_t n, size_t k)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pl[i].life == LIFE_HANDLE && k < pl[i].per_unit)
+            t_alloc(r, &pl[i], k, pl[i].piece[k]);
+}
+
 static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_step)
 {
     size_t L = (size_t)r->layers;
@@ -1370,6 +1397,8 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
     for (size_t u = 1; u <= L; u++) {
         at(r, GM_EST_AT_FORWARD, u);
         each(r, pl, n, LIFE_UNSHARD, 0, true);
+        if (first_step && u == 1)
+            handle_workspace(r, pl, n, 0);
         if (r->fwd_ops)
             forward_layer(r, pl, n, u);
         else
@@ -1382,6 +1411,8 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
     each(r, pl, n, LIFE_PREFETCH, 0, true);
     spans(r, pl, n, M_LOSS, true);
     each(r, pl, n, LIFE_BACKWARD, 0, true); /* made before the loss's backward runs */
+    if (first_step && r->head_gemm_in_backward)
+        handle_workspace(r, pl, n, 1);
     for (size_t i = 0; first_step && i < n; i++)
         if (pl[i].life == LIFE_SPAN && pl[i].prof == PROF_LOGITS && pl[i].addr[0]) {
             loss_cache_block(r);
@@ -1402,6 +1433,8 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
 
     /* backward, last layer first */
     at(r, GM_EST_AT_BACKWARD, L);
+    if (first_step && !r->head_gemm_in_backward)
+        handle_workspace(r, pl, n, 1);
     spans(r, pl, n, M_BACKWARD, true);
     for (size_t u = L; u >= 1; u--) {
         at(r, GM_EST_AT_BACKWARD, u);
@@ -1495,6 +1528,8 @@ static enum gm_status prepare(struct est_ctx *cx, struct prepared *pr, struct gm
     r->req_trace = cx->req_trace;
     r->req_trace_ctx = cx->req_trace_ctx;
     r->layers = cx->m->n_layers;
+    r->blas_handles = est_torch_cublas_handles(cx->job);
+    r->head_gemm_in_backward = cx->job->memory.loss != GM_LOSS_FUSED_LINEAR;
     r->fsdp1_frees = cx->job->parallel.shard == GM_SHARD_FSDP &&
                      cx->job->parallel.fsdp_version == 1 && est_data_parallel(cx->job) > 1;
     /* whether the compute stream has already run past the last reshard when the CPU asks

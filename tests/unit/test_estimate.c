@@ -238,15 +238,78 @@ static void test_component_parts(void **state)
     assert_true(find(est, "backward_transients")->seq2_share == 0);
 }
 
+/* Training of Llama-3-8B at its defaults, sequences of 512 tokens. */
+static void llama3_train_512(struct gm_job *j)
+{
+    gm_job_init(j);
+    j->mode = GM_EST_TRAIN;
+    j->model.model = gm_model_catalog_find("llama-3-8b");
+    j->workload.seq = 512;
+}
+
+/* PyTorch's cuBLAS workspaces, one rule (cublas.c): ":4096:2:16:8" = 8,519,680 B per
+ * (handle, stream), 32 MiB on compute capability 9.0 (CublasHandlePool.cpp
+ * parseChosenWorkspaceSize); two handles in training (the forward's thread, autograd's device
+ * thread), one in inference; inside the caching allocator from PyTorch 1.13 (PR #83461),
+ * cuBLAS's own outside it before; nothing else outside by default (--workspace 0). */
+static void test_cublas_workspaces(void **state)
+{
+    const uint64_t ws = 2 * 4096 * 1024 + 8 * 16 * 1024;
+    const struct gm_est_component *c;
+    struct gm_estimate *old = NULL;
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    llama3_train_512(&j);
+    assert_int_equal(j.runtime.workspace_bytes, 0);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    c = find(est, "cublas_workspaces");
+    assert_int_equal(c->kind, GM_KIND_TORCH_WORKSPACE);
+    assert_int_equal(c->bytes, 2 * ws);
+    assert_int_equal(c->phases, GM_EST_PHASE_TRAIN_ALL);
+    assert_false(gm_est_kind_outside_allocator(c->kind));
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_WORKSPACE), 0);
+    assert_true(est->device_bytes == est->peak_reserved_bytes + j.runtime.cuda_context_bytes);
+    /* Hopper: 32 MiB each */
+    assert_int_equal(gm_job_set(&j, "gpu", "H100", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(find(est, "cublas_workspaces")->bytes, 2 * 32 * GM_MIB);
+    /* before PyTorch 1.13: the same workspaces, cuBLAS's own, outside the allocator; peak
+     * allocated lower by them, beside --workspace */
+    llama3_train_512(&j);
+    assert_int_equal(gm_job_set(&j, "torch-version", "1.13", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &old, &err), GM_OK);
+    assert_int_equal(gm_estimate_kind_bytes(old, GM_KIND_TORCH_WORKSPACE), 2 * ws);
+    assert_int_equal(gm_job_set(&j, "torch-version", "1.12", &err), GM_OK);
+    assert_int_equal(gm_job_set(&j, "workspace", "1MiB", &err), GM_OK);
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_TORCH_WORKSPACE), 0);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_WORKSPACE), 2 * ws + GM_MIB);
+    assert_int_equal(old->peak_allocated_bytes - est->peak_allocated_bytes, 2 * ws);
+    gm_estimate_free(old);
+    /* inference (transformers): one thread, one handle, in both phases */
+    gm_job_init(&j);
+    j.mode = GM_EST_INFER;
+    j.model.model = gm_model_catalog_find("llama-3-8b");
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    c = find(est, "cublas_workspaces");
+    assert_int_equal(c->bytes, ws);
+    assert_int_equal(c->phases, GM_EST_PHASE_INFER_ALL);
+    /* the blog method is the blog's formula: none */
+    gm_job_init(&j);
+    j.mode = GM_EST_TRAIN;
+    j.method = GM_METHOD_BLOG;
+    j.model.model = gm_model_catalog_find("llama-3-8b");
+    assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_TORCH_WORKSPACE), 0);
+}
+
 static void test_train_phases(void **state)
 {
     struct gm_job j;
     struct gm_error err;
     (void)state;
-    gm_job_init(&j);
-    j.mode = GM_EST_TRAIN;
-    j.model.model = gm_model_catalog_find("llama-3-8b");
-    j.workload.seq = 512;
+    llama3_train_512(&j);
     /* Small batch: the optimizer step dominates (weights + grads + state + temporaries). */
     assert_int_equal(gm_estimate_run(&j, &est, &err), GM_OK);
     assert_int_equal(est->peak_phase, GM_EST_PHASE_OPTIMIZER_STEP);
@@ -254,7 +317,8 @@ static void test_train_phases(void **state)
     assert_int_equal(find(est, "weights_16bit_autocast_copies")->kind, GM_KIND_WEIGHT_COPIES);
     assert_true(find(est, "optimizer_state")->bytes == 8 * est->n_params);
     assert_true(find(est, "optimizer_step_temporaries")->bytes == 4 * est->n_params);
-    assert_true(est->optimizer_step_bytes == 20 * est->n_params);
+    assert_true(est->optimizer_step_bytes ==
+                20 * est->n_params + find(est, "cublas_workspaces")->bytes);
     assert_true(est->peak_reserved_bytes >= est->peak_allocated_bytes);
     assert_true(est->device_bytes == est->peak_reserved_bytes + j.runtime.cuda_context_bytes +
                                          j.runtime.workspace_bytes);
@@ -865,14 +929,23 @@ static void test_model_sources(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_weights_7b),       cmocka_unit_test(test_kv_cache),
-        cmocka_unit_test(test_context_warning),  cmocka_unit_test(test_blog),
-        cmocka_unit_test(test_korthikanti),      cmocka_unit_test(test_component_parts),
-        cmocka_unit_test(test_train_phases),     cmocka_unit_test(test_bad_inputs),
-        cmocka_unit_test(test_components_limit), cmocka_unit_test(test_input_forms),
-        cmocka_unit_test(test_settings),         cmocka_unit_test(test_setting_ids),
-        cmocka_unit_test(test_setting_ranges),   cmocka_unit_test(test_kind_categories),
-        cmocka_unit_test(test_fit_reasons),      cmocka_unit_test(test_gpus),
+        cmocka_unit_test(test_weights_7b),
+        cmocka_unit_test(test_kv_cache),
+        cmocka_unit_test(test_context_warning),
+        cmocka_unit_test(test_blog),
+        cmocka_unit_test(test_korthikanti),
+        cmocka_unit_test(test_component_parts),
+        cmocka_unit_test(test_train_phases),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_cublas_workspaces),
+        cmocka_unit_test(test_components_limit),
+        cmocka_unit_test(test_input_forms),
+        cmocka_unit_test(test_settings),
+        cmocka_unit_test(test_setting_ids),
+        cmocka_unit_test(test_setting_ranges),
+        cmocka_unit_test(test_kind_categories),
+        cmocka_unit_test(test_fit_reasons),
+        cmocka_unit_test(test_gpus),
         cmocka_unit_test(test_model_sources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -250,9 +250,12 @@ static void test_sharding(void **state)
     assert_true(z3->peak_allocated_bytes < z2->peak_allocated_bytes);
     assert_true(z2->peak_allocated_bytes < z1->peak_allocated_bytes);
     assert_true(z1->peak_allocated_bytes < one->peak_allocated_bytes);
-    /* NCCL's buffers are their own kind outside the allocator, not workspace */
+    /* NCCL's buffers are their own kind outside the allocator, not workspace; PyTorch's
+     * cuBLAS workspaces are inside it, whole on every rank */
     assert_int_equal(gm_estimate_kind_bytes(z3, GM_KIND_NCCL), GM_GIB);
-    assert_int_equal(gm_estimate_kind_bytes(z3, GM_KIND_WORKSPACE), 64 * GM_MIB);
+    assert_int_equal(gm_estimate_kind_bytes(z3, GM_KIND_WORKSPACE), 0);
+    assert_int_equal(gm_estimate_kind_bytes(z3, GM_KIND_TORCH_WORKSPACE),
+                     gm_estimate_kind_bytes(one, GM_KIND_TORCH_WORKSPACE));
     assert_int_equal(gm_estimate_kind_bytes(one, GM_KIND_NCCL), 0);
     j.parallel.shard = GM_SHARD_FSDP;
     assert_int_equal(gm_estimate_run(&j, &fsdp, &e), GM_OK);

@@ -1067,8 +1067,9 @@ static void test_where_it_does_not_apply(void **state)
     assert_false(est->replay.used);
 }
 
-/* The tensor requests and frees of layer 1's forward in the first step (est_run_requests()),
- * in order. */
+/* The tensor requests and frees of layer 1's forward in the second step (est_run_requests()),
+ * in order: the first step's also takes the forward thread's cuBLAS workspace
+ * (test_cublas_workspaces_in_the_replay). */
 #define MAX_EVENTS 256
 struct layer1_events {
     struct est_replay_request v[MAX_EVENTS];
@@ -1078,7 +1079,7 @@ struct layer1_events {
 static void layer1_request(void *ctx, const struct est_replay_request *rq)
 {
     struct layer1_events *t = ctx;
-    if (rq->pass || rq->step || rq->at != GM_EST_AT_FORWARD || rq->layer != 1)
+    if (rq->pass || rq->step != 1 || rq->at != GM_EST_AT_FORWARD || rq->layer != 1)
         return;
     if (t->n < MAX_EVENTS)
         t->v[t->n++] = *rq;
@@ -1187,6 +1188,67 @@ static void test_fused_lora_forward_order(void **state)
     assert_int_equal(with_h, without_h + 4);
 }
 
+/* Requests of the point estimate's replay of 'bytes' exactly, by step and moment. */
+struct sized_requests {
+    uint64_t bytes;
+    unsigned allocs[3][GM_EST_AT__COUNT]; /* by step and moment */
+    bool first_of_layer1;                 /* step 0's first request in layer 1's forward */
+    bool layer1_seen;
+};
+
+static void sized_request(void *ctx, const struct est_replay_request *rq)
+{
+    struct sized_requests *t = ctx;
+    if (rq->pass || rq->step > 2)
+        return;
+    if (rq->step == 0 && rq->at == GM_EST_AT_FORWARD && rq->layer == 1 && !t->layer1_seen) {
+        t->layer1_seen = true;
+        t->first_of_layer1 = rq->alloc && rq->bytes == t->bytes;
+    }
+    if (rq->alloc && rq->bytes == t->bytes && (unsigned)rq->at < GM_EST_AT__COUNT)
+        t->allocs[rq->step][rq->at]++;
+}
+
+/* PyTorch's cuBLAS workspaces in training (cublas.c): the forward's thread takes its handle's
+ * at the first GEMM of the first step (layer 1's first request), autograd's device thread its
+ * own at the first GEMM of the first backward (the loss's backward: the lm_head's gradient);
+ * both kept, so no later step asks for one.  8,519,680 B each on an A100 (":4096:2:16:8"). */
+static void test_cublas_workspaces_in_the_replay(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    struct sized_requests t;
+    (void)state;
+    memset(&t, 0, sizeof t);
+    t.bytes = 2 * 4096 * 1024 + 8 * 16 * 1024;
+    job_make("llama-3-8b", "--train --batch 1 --seq 1024 --gpu A100-80GB", &j);
+    if (est_run_requests(&j, &est, sized_request, &t, &err) != GM_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_TORCH_WORKSPACE), 2 * t.bytes);
+    assert_true(t.first_of_layer1);
+    assert_int_equal(t.allocs[0][GM_EST_AT_FORWARD], 1);
+    assert_int_equal(t.allocs[0][GM_EST_AT_LOSS], 1);
+    assert_int_equal(t.allocs[0][GM_EST_AT_BACKWARD] + t.allocs[0][GM_EST_AT_OPTIMIZER], 0);
+    for (unsigned s = 1; s < 3; s++)
+        for (unsigned a = 0; a < GM_EST_AT__COUNT; a++)
+            assert_int_equal(t.allocs[s][a], 0);
+    /* the replay's peak of live tensors is still the estimate's peak allocated */
+    assert_int_equal(est->replay.requested_peak, est->peak_allocated_bytes);
+    /* a fused linear cross-entropy takes the head's gradients itself (Liger's in its forward,
+     * Cut Cross-Entropy's in its kernels): the backward thread's first GEMM is the last
+     * layer's, at the start of the layers' backward */
+    memset(&t, 0, sizeof t);
+    t.bytes = 2 * 4096 * 1024 + 8 * 16 * 1024;
+    job_make("llama-3-8b", "--train --batch 1 --seq 1024 --gpu A100-80GB --loss fused-linear", &j);
+    if (est_run_requests(&j, &est, sized_request, &t, &err) != GM_OK)
+        fail_msg("%s", err.msg);
+    assert_true(t.first_of_layer1);
+    assert_int_equal(t.allocs[0][GM_EST_AT_FORWARD], 1);
+    assert_int_equal(t.allocs[0][GM_EST_AT_LOSS], 0);
+    assert_int_equal(t.allocs[0][GM_EST_AT_BACKWARD], 1);
+    assert_int_equal(est->replay.requested_peak, est->peak_allocated_bytes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1214,6 +1276,7 @@ int main(void)
         cmocka_unit_test(test_loss_cache_block),
         cmocka_unit_test(test_loss_cache_block_foak_only),
         cmocka_unit_test(test_fused_lora_forward_order),
+        cmocka_unit_test(test_cublas_workspaces_in_the_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
