@@ -807,8 +807,8 @@ static uint64_t vllm_encoder_cache(struct est_ctx *cx, uint64_t batched)
  * GiB (row v039 of tests/data/validation/vllm_startup_logs.csv, vLLM 0.10.2: "0.02 GiB for
  * non-torch memory", declared there as the fit row this is read from).  The other single-GPU
  * starts of those versions in the table print their KV memory only; the non-torch figure it
- * implies beside gpumem's weights and profile peak (validate.py --implied-non-torch) is 17 and
- * 24 MiB for Qwen2.5-7B on an A100 (v023, v024, 0.10.1), and they judge it.  Which modules
+ * implies beside gpumem's weights and profile peak (validate.py --implied-non-torch) is 25 and
+ * 17 MiB for Qwen2.5-7B on an A100 (v023, v024, 0.10.1), and they judge it.  Which modules
  * V0 and 0.11 count that these versions do not is not established here: the snapshot is read
  * at the same point of init_device (vllm/v1/worker/gpu_worker.py, before
  * init_worker_distributed_environment, as the 0.11 table of docs/estimate.md gives it). */
