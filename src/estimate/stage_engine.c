@@ -816,8 +816,7 @@ static uint64_t vllm_encoder_cache(struct est_ctx *cx, uint64_t batched)
 
 uint64_t est_vllm_kernel_bytes(uint32_t version)
 {
-    return vllm_era(version) == VLLM_V1_BEFORE_NCCL ? VLLM_V1_0_10_KERNEL_BYTES
-                                                      : VLLM_KERNEL_BYTES;
+    return vllm_era(version) == VLLM_V1_BEFORE_NCCL ? VLLM_V1_0_10_KERNEL_BYTES : VLLM_KERNEL_BYTES;
 }
 
 uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
@@ -1293,13 +1292,14 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
      * vllm/distributed/device_communicators/custom_all_reduce.py @ 0ad8064) */
     ca = est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && t <= e->layout.gpus_per_node);
     kernels = est_vllm_kernel_bytes(j->stack.vllm);
-    non_torch = v->non_torch_bytes
-                    ? v->non_torch_bytes
-                    : gm_add_sat(est_round(est_uncertain(
-                                     cx, GM_UNCERTAIN_ENGINE, false, (double)kernels,
-                                     kernels < 64 * GM_MIB ? 0.0 : 64.0 * (double)GM_MIB,
-                                     0.5 * (double)GM_GIB)),
-                                 ca);
+    non_torch =
+        v->non_torch_bytes
+            ? v->non_torch_bytes
+            : gm_add_sat(
+                  est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)kernels,
+                                          kernels < 64 * GM_MIB ? 0.0 : 64.0 * (double)GM_MIB,
+                                          0.5 * (double)GM_GIB)),
+                  ca);
     logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca);
     /* 0.6.5 and 0.6.6 count the load's unreleasable cache too (est_vllm_load_cache_gap) */
     if (era == VLLM_V0_PROFILED && j->stack.vllm < GM_VERSION(0, 7, 0) && !v->non_torch_bytes) {
