@@ -16,13 +16,26 @@
 
 #ifdef GM_BIG_MAPPED
 /* Mapping sizes are whole 2 MiB units: an array that grows a little at a time is
- * remapped once per 2 MiB, and pages never written cost nothing.  No huge pages are asked
- * for (big.h). */
+ * remapped once per 2 MiB.  The pages of each new part are populated at once; no huge pages
+ * are asked for (big.h). */
 #define MAP_UNIT ((size_t)2 << 20)
 
 static size_t map_round(size_t n)
 {
     return (n + MAP_UNIT - 1) & ~(MAP_UNIT - 1);
+}
+
+/* Fault in the fresh pages [p, p + bytes) in one call, before they are written (big.h):
+ * where the kernel has no MADV_POPULATE_WRITE (before Linux 5.14) the call fails and the pages
+ * fault in one by one as they are written, as before. */
+static void populate(void *p, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+    (void)madvise(p, bytes, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
 }
 
 static void *map_new(size_t bytes)
@@ -31,6 +44,7 @@ static void *map_new(size_t bytes)
         mmap(NULL, map_round(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
+    populate(m, map_round(bytes));
     return m;
 }
 #endif
@@ -64,7 +78,11 @@ void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes)
     if (map_round(new_bytes) == map_round(old_bytes))
         return p;
     n = mremap(p, map_round(old_bytes), map_round(new_bytes), MREMAP_MAYMOVE);
-    return n == MAP_FAILED ? NULL : n;
+    if (n == MAP_FAILED)
+        return NULL;
+    if (map_round(new_bytes) > map_round(old_bytes))
+        populate((char *)n + map_round(old_bytes), map_round(new_bytes) - map_round(old_bytes));
+    return n;
 #else
     (void)old_bytes;
     return gm_realloc(p, new_bytes);

@@ -20,6 +20,15 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem, unsigned flags
         return p;
     if (ncap < 1)
         ncap = 1;
+    if ((flags & GM_VEC_BIG) && *cap * elem >= GM_BIG_MIN) {
+        /* a mapped array: every byte of its capacity is written into memory at once
+         * (big.h), so it grows by a quarter, not double */
+        while (ncap < need) {
+            if (ncap > (SIZE_MAX - ncap / 4) / elem)
+                return p;
+            ncap += ncap / 4;
+        }
+    }
     while (ncap < need) {
         if (ncap > SIZE_MAX / 2 / elem)
             return p;

@@ -556,6 +556,71 @@ static void test_big_array(void **state)
     gm_big_free(NULL, 0);
 }
 
+/* A big array in a mapping of its own grows by a quarter of its capacity, not double (its
+ * whole capacity is populated, big.h); a small one still doubles. */
+static void test_big_grows_by_a_quarter(void **state)
+{
+    void *p = NULL;
+    size_t cap = 0;
+    (void)state;
+    assert_true(gm_big_grow(&p, &cap, 100, 8, 64));
+    assert_int_equal(cap, 128); /* on the heap: 64, then doubled */
+    assert_true(gm_big_grow(&p, &cap, 2u << 20, 8, 64));
+    assert_int_equal(cap, 2u << 20); /* 128 doubled up to 2 Mi elements (16 MiB) */
+    assert_true(gm_big_grow(&p, &cap, (2u << 20) + 1, 8, 64));
+    assert_int_equal(cap, (2u << 20) + (2u << 20) / 4);
+    assert_true(gm_big_grow(&p, &cap, 4000000, 8, 64));
+    assert_int_equal(cap, 4096000); /* 2621440 + a quarter = 3276800, + a quarter */
+    memset(p, 0xab, cap * 8);       /* all of it writable */
+    gm_big_free(p, cap * 8);
+}
+
+#if defined(__linux__) && !defined(GM_ARENA_MALLOC)
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* How many of the pages [p, p + bytes) are in memory (mincore). */
+static size_t resident_pages(void *p, size_t bytes)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (bytes + page - 1) / page, in = 0;
+    unsigned char *vec = malloc(n);
+    assert_non_null(vec);
+    assert_int_equal(mincore(p, bytes, vec), 0);
+    for (size_t i = 0; i < n; i++)
+        in += vec[i] & 1;
+    free(vec);
+    return in;
+}
+
+/* The pages of a new mapping, and of the part a mapping grows by, are in memory before the
+ * array writes them (populated in one call, not faulted in a page at a time), where the
+ * kernel can populate (MADV_POPULATE_WRITE, Linux 5.14); skipped elsewhere. */
+static void test_big_pages_populated(void **state)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *p, *probe;
+    (void)state;
+    probe = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(probe != MAP_FAILED);
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(probe, page, MADV_POPULATE_WRITE) != 0) {
+#else
+    if (1) {
+#endif
+        munmap(probe, page);
+        skip(); /* this kernel cannot populate: pages fault in as they are written */
+    }
+    munmap(probe, page);
+    p = gm_big_realloc(NULL, 0, 6u << 20);
+    assert_non_null(p);
+    assert_int_equal(resident_pages(p, 6u << 20), (6u << 20) / page);
+    p = gm_big_realloc(p, 6u << 20, 20u << 20);
+    assert_non_null(p);
+    assert_int_equal(resident_pages(p, 20u << 20), (20u << 20) / page);
+    gm_big_free(p, 20u << 20);
+}
+#endif
+
 /* A FILE over a buffer holds every byte written through it, in order, small writes and
  * large ones; past the buffer's cap the FILE reports the error. */
 static void test_buf_file(void **state)
@@ -1076,6 +1141,10 @@ int main(void)
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_alloc_failure_injection),
         cmocka_unit_test(test_big_array),
+        cmocka_unit_test(test_big_grows_by_a_quarter),
+#if defined(__linux__) && !defined(GM_ARENA_MALLOC)
+        cmocka_unit_test(test_big_pages_populated),
+#endif
         cmocka_unit_test(test_buf_cap),
         cmocka_unit_test(test_buf_file),
         cmocka_unit_test(test_reader),
