@@ -489,6 +489,10 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
  * supports none, or where 'p2p' is false: the GPUs have no peer access, or the group spans
  * nodes). */
 uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
+/* The non-torch memory a vLLM 'version' (0: the current release) prints on one GPU beside the
+ * CUDA context, NCCL and the custom all-reduce: the kernel modules and handles its process
+ * loads after the version's baseline (stage_engine.c gives each figure's source). */
+uint64_t est_vllm_kernel_bytes(uint32_t version);
 /* PyTorch's cuBLAS workspace on the job's GPU, which the caching allocator gives a cuBLAS
  * handle at a process's first GEMM on a stream and keeps (a GM_KIND_TORCH_WORKSPACE component):
  * 32 MiB on compute capability 9.0, else 8.125 MiB (cublas.c). */

@@ -788,6 +788,23 @@ static uint64_t vllm_encoder_cache(struct est_ctx *cx, uint64_t batched)
 #define VLLM_KERNEL_BYTES       (164 * GM_MIB)
 #define VLLM_CUSTOM_AR_MAX_SIZE (8 * GM_MIB)
 
+/* 0.9.2 to 0.10 (the V1 engine's growth since a snapshot taken before the communicators, PR
+ * #19312): the single-GPU growth those versions print is an eighth of the 164 MiB above, 0.02
+ * GiB (row v039 of tests/data/validation/vllm_startup_logs.csv, vLLM 0.10.2: "0.02 GiB for
+ * non-torch memory", declared there as the fit row this is read from).  The other single-GPU
+ * starts of those versions in the table print their KV memory only; the non-torch figure it
+ * implies beside gpumem's weights and profile peak (validate.py --implied-non-torch) is 25 and
+ * 17 MiB for Qwen2.5-7B on an A100 (v023, v024, 0.10.1), and they judge it.  Which modules
+ * V0 and 0.11 count that these versions do not is not established here: the snapshot is read
+ * at the same point of init_device (vllm/v1/worker/gpu_worker.py, before
+ * init_worker_distributed_environment, as the 0.11 table of docs/estimate.md gives it). */
+#define VLLM_V1_0_10_KERNEL_BYTES (20 * GM_MIB)
+
+uint64_t est_vllm_kernel_bytes(uint32_t version)
+{
+    return vllm_era(version) == VLLM_V1_BEFORE_NCCL ? VLLM_V1_0_10_KERNEL_BYTES : VLLM_KERNEL_BYTES;
+}
+
 uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
 {
     if (!p2p) /* CustomAllreduce.finalize_p2p: disabled without peer access */
@@ -834,7 +851,7 @@ uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p)
  * included, the context not); from 0.11 (PR #25359) the snapshot follows
  * init_worker_distributed_environment, so the kernels remain, and at tp >= 2 the communicator
  * the profile run creates (est_vllm_profile_nccl_bytes). 'own' is the non-torch memory beside
- * the context and NCCL (VLLM_KERNEL_BYTES + the custom all-reduce, or --non-torch); the result
+ * the context and NCCL (est_vllm_kernel_bytes + the custom all-reduce, or --non-torch); the result
  * is also what the version charges to its budget for it. */
 static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uint64_t own,
                                       uint64_t ca)
@@ -1152,7 +1169,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
              graphs, per_token, T, kv_heads, need, pool, layers, ca, logged,
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
-             graph_largest = 0, graph_full = 0, ws, ws_peak;
+             graph_largest = 0, graph_full = 0, ws, ws_peak, kernels;
     unsigned kvb100, per_logit;
     bool blas;
     enum vllm_sampler sampler_kind;
@@ -1260,12 +1277,14 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
      * this process group spans across nodes",
      * vllm/distributed/device_communicators/custom_all_reduce.py @ 0ad8064) */
     ca = est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && t <= e->layout.gpus_per_node);
+    kernels = est_vllm_kernel_bytes(j->stack.vllm);
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes
             : gm_add_sat(
-                  est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)VLLM_KERNEL_BYTES,
-                                          64.0 * (double)GM_MIB, 0.5 * (double)GM_GIB)),
+                  est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)kernels,
+                                          kernels < 64 * GM_MIB ? 0.0 : 64.0 * (double)GM_MIB,
+                                          0.5 * (double)GM_GIB)),
                   ca);
     logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca);
     /* 0.6.5 and 0.6.6 count the load's unreleasable cache too (est_vllm_load_cache_gap) */

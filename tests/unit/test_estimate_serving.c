@@ -1547,6 +1547,40 @@ static void test_vllm_load_cache_gap(void **state)
     est = NULL;
 }
 
+/* The kernels and handles a vLLM version counts as non-torch on one GPU (est_vllm_kernel_bytes):
+ * 0.9.2 to 0.10 print 0.02 GiB on one GPU (row v039, vLLM 0.10.2; 21474836 B as the table
+ * holds it), read as 20 MiB; the versions around them keep PR #12126's 164 MiB (0.9.1, the
+ * global formula, and 0.11, whose snapshot follows the communicators), and a single-GPU 0.10.2
+ * start charges exactly that figure, where 0.11 charges the 164 MiB. */
+static void test_vllm_kernels_by_version(void **state)
+{
+    struct gm_job j;
+    (void)state;
+    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 9, 2)), 20 * GM_MIB);
+    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 10, 0)), 20 * GM_MIB);
+    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 10, 2)), 20 * GM_MIB);
+    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 9, 1)), 164 * GM_MIB);
+    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 11, 0)), 164 * GM_MIB);
+    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 7, 2)), 164 * GM_MIB);
+    assert_int_equal(est_vllm_kernel_bytes(0), 164 * GM_MIB);
+    /* v039's 0.02 GiB printed, within the two decimals it was printed to */
+    assert_true(est_vllm_kernel_bytes(GM_VERSION(0, 10, 2)) + (GM_GIB / 200) >= 21474836);
+    assert_true(est_vllm_kernel_bytes(GM_VERSION(0, 10, 2)) <= 21474836 + (GM_GIB / 200));
+    /* v039's start, and the same at 0.11 */
+    for (size_t i = 0; i < 2; i++) {
+        char args[160];
+        snprintf(args, sizeof args,
+                 "--infer --engine vllm --vllm-version %s --gpu-memory 23.65 --max-model-len 4096 "
+                 "--max-num-seqs 1",
+                 i ? "0.11" : "0.10.2");
+        job_make("qwen2.5-3b", args, &j);
+        run(&j, &est);
+        assert_int_equal(est->serving.non_torch_logged_bytes, i ? 164 * GM_MIB : 20 * GM_MIB);
+        gm_estimate_free(est);
+        est = NULL;
+    }
+}
+
 /* vLLM's non-torch figure by where the version takes its baseline: before 0.2.5 none (the
  * budget pays PyTorch's peak alone), 0.2.5 to 0.3.1 and 0.6.4 all the device holds beside
  * PyTorch (the context too), 0.3.2 to 0.6.3 (init_device's free memory as the baseline),
@@ -1563,10 +1597,14 @@ static void test_vllm_non_torch_by_version(void **state)
     static const struct {
         const char *version;
         bool context;
-    } charged[] = {{"0.2.5", true},  {"0.3.1", true},  {"0.3.2", false},
-                   {"0.5.0", false}, {"0.6.3", false}, {"0.6.4", true},
-                   {"0.6.5", false}, {"0.7.2", false}, {"0.10.1", false}};
-    const uint64_t kernels = 164 * GM_MIB, ar = 18 * GM_MIB;
+        uint64_t kernels; /* est_vllm_kernel_bytes: 0.10's 20 MiB, 164 MiB otherwise */
+    } charged[] = {{"0.2.5", true, 164 * GM_MIB},  {"0.3.1", true, 164 * GM_MIB},
+                   {"0.3.2", false, 164 * GM_MIB}, {"0.5.0", false, 164 * GM_MIB},
+                   {"0.6.3", false, 164 * GM_MIB}, {"0.6.4", true, 164 * GM_MIB},
+                   {"0.6.5", false, 164 * GM_MIB}, {"0.7.2", false, 164 * GM_MIB},
+                   {"0.10.1", false, 20 * GM_MIB}};
+    /* 'kernels' of 0.11 and the current release; 'kernels10' of 0.9.2 to 0.10 */
+    const uint64_t kernels = 164 * GM_MIB, kernels10 = 20 * GM_MIB, ar = 18 * GM_MIB;
     char args[160];
     struct gm_job j;
     uint64_t context, nccl, need, gap;
@@ -1588,8 +1626,8 @@ static void test_vllm_non_torch_by_version(void **state)
              &j);
     run(&j, &est);
     need = est->serving.non_torch_logged_bytes;
-    assert_int_equal(est->serving.non_torch_bytes, kernels);
-    assert_int_equal(need, kernels);
+    assert_int_equal(est->serving.non_torch_bytes, kernels10);
+    assert_int_equal(need, kernels10);
     assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), 0);
     gm_estimate_free(est);
     est = NULL;
@@ -1598,7 +1636,7 @@ static void test_vllm_non_torch_by_version(void **state)
              "--gpu-memory-utilization 0.5 --max-model-len 16384",
              &j);
     run(&j, &est);
-    assert_int_equal(est->serving.non_torch_bytes, kernels + ar);
+    assert_int_equal(est->serving.non_torch_bytes, kernels10 + ar);
     assert_int_equal(est->serving.non_torch_logged_bytes, need + ar + 2 * GM_GIB);
     gm_estimate_free(est);
     est = NULL;
@@ -1646,13 +1684,13 @@ static void test_vllm_non_torch_by_version(void **state)
              &j);
     run(&j, &est);
     assert_int_equal(est->layout.gpus_per_node, 4);
-    assert_int_equal(est->serving.non_torch_bytes, kernels);
+    assert_int_equal(est->serving.non_torch_bytes, kernels10);
     gm_estimate_free(est);
     est = NULL;
     job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.10.1 --gpu H100 --gpus 8", &j);
     run(&j, &est);
     assert_int_equal(est->layout.gpus_per_node, 8);
-    assert_int_equal(est->serving.non_torch_bytes, kernels + ar);
+    assert_int_equal(est->serving.non_torch_bytes, kernels10 + ar);
     gm_estimate_free(est);
     est = NULL;
 
@@ -1674,7 +1712,7 @@ static void test_vllm_non_torch_by_version(void **state)
             assert_true(gap > 0);
         }
         assert_int_equal(est->serving.non_torch_logged_bytes,
-                         kernels + ar + nccl + gap + (charged[i].context ? context : 0));
+                         charged[i].kernels + ar + nccl + gap + (charged[i].context ? context : 0));
         need = est->serving.budget_bytes - est->serving.kv_pool_bytes;
         /* the pool is what the budget leaves after weights, profile peak and that figure,
          * cut to whole blocks */
@@ -1695,8 +1733,8 @@ static void test_vllm_non_torch_by_version(void **state)
              "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --gpus 2 --no-p2p", &j);
     run(&j, &est);
     assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), 0);
-    assert_int_equal(est->serving.non_torch_bytes, kernels);
-    assert_int_equal(est->serving.non_torch_logged_bytes, kernels);
+    assert_int_equal(est->serving.non_torch_bytes, kernels10);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels10);
     gm_estimate_free(est);
     est = NULL;
 
@@ -1884,6 +1922,7 @@ int main(void)
         cmocka_unit_test(test_vllm_cublas_workspace_quantised_layers),
         cmocka_unit_test(test_vllm_v0_workers_without_sampler),
         cmocka_unit_test(test_vllm_cuda_context_by_gpu),
+        cmocka_unit_test(test_vllm_kernels_by_version),
         cmocka_unit_test(test_vllm_non_torch_by_version),
         cmocka_unit_test(test_vllm_load_cache_gap),
         cmocka_unit_test(test_vllm_profile_sampler_by_runner),

@@ -6,7 +6,8 @@ gap), a declared skip that no longer happens, a row gpumem refuses, an unknown c
 llama.cpp buffer more than 64 MiB off, a "# fit:" line naming no row; and
 passes on a small table of good rows, and on one whose bad row is a fit row (judged apart).  --gaps pairs the allocated and device rows of one run; --beyond-replay measures a
 device row against the replay's own figure in fp32 copies of the logits; --stream-floor holds a
-reserved row against the sum of the replay's per-stream live peaks.
+reserved row against the sum of the replay's per-stream live peaks; --implied-non-torch reads
+the non-torch figure a vLLM run's printed KV memory implies.
 Works in a temporary folder."""
 
 import json
@@ -27,7 +28,8 @@ GOOD = ("r1,o/r,p,c,row 1,allocated,17000000000,value,,"
 
 
 def run(files, skips=None, mode="--check", comment=""):
-    """validate.py 'mode' (--check, --gaps, --beyond-replay, --stream-floor, --by-setup) over a folder holding 'files'
+    """validate.py 'mode' (--check, --gaps, --beyond-replay, --stream-floor, --by-setup,
+    --implied-non-torch) over a folder holding 'files'
     (name -> rows after the header, each table's comment lines followed by 'comment'), with
     EXPECTED_SKIPS replaced by 'skips' when given."""
     with tempfile.TemporaryDirectory() as d:
@@ -268,6 +270,36 @@ class Check(unittest.TestCase):
                        GOOD.split(",value,,")[1].strip()})
         self.assertEqual(rc, 1, out)
         self.assertIn("e4: no figure for 'kv_blocks'", out)
+
+    def test_implied_non_torch_from_the_printed_kv_memory(self):
+        # one vLLM run printing its KV memory 50 MiB below gpumem's pool and its weights 10 MiB
+        # above gpumem's: the KV memory implies 50 - 10 = 40 MiB more non-torch memory than
+        # gpumem charges; a run given its pool (--kv-cache-memory-bytes) implies nothing
+        args = "llama-3-8b --infer --engine vllm --gpu H100 --vllm-version 0.11"
+        out = subprocess.run([GPUMEM, "estimate"] + args.split() + ["--json"],
+                             capture_output=True, text=True, check=True).stdout
+        doc = json.loads(out)
+        sv = doc["serving"]
+        w = [c["bytes"] for c in doc["components"] if c["kind"] == "weights"][0]
+        given = args + " --kv-cache-memory-bytes 1000000000"
+        mib = 1 << 20
+        rows = GOOD + ("n1-kv-cache,o/r,p,c,row 1,kv_cache,%d,value,,%s\n"
+                       "n1-weights,o/r,p,c,row 1,weights,%d,value,,%s\n"
+                       "n1-non-torch,o/r,p,c,row 1,non_torch,%d,value,,%s\n"
+                       "n2-kv-cache,o/r,p,c,row 2,kv_cache,1000000000,value,,%s\n" %
+                       (sv["kv_pool_bytes"] - 50 * mib, args, w + 10 * mib, args,
+                        sv["non_torch_logged_bytes"], args, given))
+        rc, out = run({"t.csv": rows}, mode="--implied-non-torch")
+        self.assertEqual(rc, 0, out)
+        lines = [l for l in out.splitlines() if "non-torch charged" in l]
+        self.assertEqual(len(lines), 1, out)
+        pred = sv["non_torch_logged_bytes"] / float(mib)
+        self.assertIn("  n1 ", lines[0])
+        self.assertIn("V1 0.11+    tp 1", lines[0])
+        self.assertIn("non-torch charged %7.0f implied %7.0f MiB (   +40)  printed %.0f" %
+                      (pred, pred + 40, pred), lines[0])
+        self.assertRegex(out, r"t +implied non-torch V1 0\.11\+ +tp 1 +1 runs, median implied - "
+                              r"charged +\+40 MiB, charged too much in 0")
 
     def test_llamacpp_buffer_beyond_64_mib_fails(self):
         # a llama.cpp compute buffer measured at gpumem's figure passes; beside two exact ones

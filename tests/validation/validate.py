@@ -3,7 +3,7 @@
 """validate.py - hold `gpumem estimate` against public GPU-memory measurements.
 
 usage: validate.py [--check] [--rows] [--gaps] [--beyond-replay] [--stream-floor] [--by-setup]
-                   [--sample N]
+                   [--implied-non-torch] [--sample N]
                    GPUMEM DATA_DIR
 
 DATA_DIR holds one CSV per source (tests/data/validation/*.csv): comment lines starting with
@@ -58,6 +58,14 @@ prints per source and setup the rows, the estimate's median |error|, its share w
 its median signed error beside the median signed error of the replay's own device figure (the
 replay's reserved peak plus the same overheads), and in how many rows the HF stack's floor
 decided: which setups miss, and whether the replay or the floor is what misses there.
+--implied-non-torch prints, for every vLLM run whose printed KV memory is a row (and whose pool
+is not given outright), the non-torch figure gpumem charges to vLLM's budget beside the one the
+printed KV memory implies (gpumem's figure plus gpumem's pool less the printed one, plus gpumem's
+weights and profile peak less the printed ones where the run prints them; from 0.21 it holds
+the CUDA-graph estimate's error too) and the printed non-torch figure where there is one, in
+MiB; then per engine generation (V0, V1 0.8-0.10, V1 0.11+) and tp 1 / tp >= 2 the median of
+implied less charged: what the budget misses beside the weights and the profile peak where the
+log prints no non-torch line.
 --sample N runs only every
 Nth distinct argument list and checks only that gpumem answers each of them (the
 sanitizer build's run: the figures are the same as in
@@ -363,6 +371,71 @@ def stream_floor_lines(source, found):
     return lines
 
 
+def vllm_generation(doc):
+    """The vLLM engine generation of an estimate, for grouping: V0 before 0.8, V1 0.8 to 0.10,
+    V1 from 0.11 (and the current release)."""
+    v = (doc.get("inputs") or {}).get("vllm_version", "current")
+    if v == "current":
+        return "V1 0.11+"
+    parts = tuple(int(x) for x in v.split(".")[:2])
+    return "V0" if parts < (0, 8) else "V1 0.8-0.10" if parts < (0, 11) else "V1 0.11+"
+
+
+def implied_non_torch(counters, args, doc):
+    """(predicted, implied, printed) non-torch bytes of a vLLM run whose printed KV memory is a
+    row ('counters' maps the run's counters to (id, measured, predicted)).  vLLM sizes its KV
+    pool as budget - weights - profile peak - non-torch (from 0.21 also - its CUDA-graph
+    estimate; docs/estimate.md, "vLLM's budget by version"), so the printed KV memory implies
+    the non-torch figure the version charged: gpumem's charged figure, plus gpumem's KV pool less
+    the printed one, plus gpumem's weights and profile peak less the printed ones where the run
+    prints them.  gpumem's pool is whole blocks, so the implied figure is low by less than one
+    block.  printed: the run's non_torch row, or None.  None where the run has no kv_cache row,
+    is not vLLM's, or is given its pool (--kv-cache-memory-bytes: no budget sizes it)."""
+    serving = doc.get("serving") or {}
+    if ("kv_cache" not in counters or serving.get("engine") != "vllm" or
+            "--kv-cache-memory-bytes" in shlex.split(args)):
+        return None
+    pred = serving["non_torch_logged_bytes"]
+    implied = pred + counters["kv_cache"][2] - counters["kv_cache"][1]
+    for counter in ("weights", "activation"):
+        if counter in counters:
+            implied += counters[counter][2] - counters[counter][1]
+    printed = counters["non_torch"][1] if "non_torch" in counters else None
+    return pred, implied, printed
+
+
+def implied_non_torch_lines(source, runs, results):
+    """The --implied-non-torch lines of one source: per vLLM run with a printed KV memory, the
+    non-torch figure gpumem charges, the one the printed KV memory implies and the printed one,
+    in MiB, with the engine generation, the tensor parallelism and whether the estimate puts
+    NCCL buffers on the device; then per generation and tp = 1 / tp >= 2 the median of implied
+    less charged."""
+    lines, groups = [], {}
+    for (source_row, args), counters in sorted(runs.items(),
+                                               key=lambda kv: min(v[0] for v in kv[1].values())):
+        doc = results[args][0]
+        found = implied_non_torch(counters, args, doc) if doc else None
+        if found is None:
+            continue
+        pred, implied, printed = found
+        gen = vllm_generation(doc)
+        tp = (doc.get("setup") or {}).get("tp", 1)
+        nccl = (doc.get("overheads") or {}).get("nccl_bytes", 0) > 0
+        rid = counters["kv_cache"][0].rsplit("-kv-cache", 1)[0]
+        groups.setdefault((gen, "tp 1" if tp == 1 else "tp >= 2"), []).append(implied - pred)
+        lines.append("  %-12s %-11s tp %d%s  non-torch charged %7.0f implied %7.0f MiB (%+6.0f)%s"
+                     % (rid, gen, tp, " nccl" if nccl else "     ", pred / MIB, implied / MIB,
+                        (implied - pred) / MIB,
+                        "  printed %.0f" % (printed / MIB) if printed is not None else ""))
+    for key in sorted(groups):
+        d = groups[key]
+        lines.append("%-26s implied non-torch %-11s %-7s %3d runs, median implied - charged "
+                     "%+6.0f MiB, charged too much in %d" %
+                     (source, key[0], key[1], len(d), statistics.median(d) / MIB,
+                      sum(x < 0 for x in d)))
+    return lines
+
+
 def run_sample(gpumem, tables, step):
     """Every step-th distinct argument list of the usable rows, each of which must succeed."""
     distinct = sorted({r["args"] for t in tables.values() for r in t
@@ -384,6 +457,7 @@ def main(argv):
     beyond_out = "--beyond-replay" in argv
     floor_out = "--stream-floor" in argv
     setup_out = "--by-setup" in argv
+    implied_out = "--implied-non-torch" in argv
     pos = [a for a in argv if not a.startswith("--")]
     if len(pos) != 2:
         sys.stderr.write(__doc__)
@@ -498,6 +572,9 @@ def main(argv):
             print(line)
         for line in by_setup_lines(source, setups):
             print(line)
+        if implied_out:
+            for line in implied_non_torch_lines(source, runs, results):
+                print(line)
     print()
     for counter in sorted(by_counter):
         print("%-26s %-17s %5d  %s" % ("all sources", counter, len(by_counter[counter]),
