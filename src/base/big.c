@@ -16,12 +16,13 @@
 #endif
 
 #ifdef GM_BIG_MAPPED
-/* A mapped array of 'bytes' is memory up to map_round(bytes), whole 2 MiB units, each new
- * unit populated at once (big.h); behind that its mapping reserves address space up to
+/* A growing mapped array of 'bytes' is memory up to its capacity, the new part populated
+ * at once when it grows (big.h); behind that its mapping reserves address space up to
  * map_reserve(bytes), the next power of two, which no page backs until the array grows
- * into it: growth within the reservation populates the next units in place (no mremap, no
- * page table moved), and an array is never more memory than its capacity rounded up to a
- * unit.  Both sizes are functions of the capacity alone, which is all the caller keeps. */
+ * into it: growth within the reservation populates in place (no mremap, no page table
+ * moved).  Capacities are whole 2 MiB units (gm_big_room()); after a shrink the array may
+ * keep up to a unit more in memory than its new capacity.  Both sizes are functions of the
+ * capacity alone, which is all the caller keeps. */
 #define MAP_UNIT ((size_t)2 << 20)
 
 static size_t map_round(size_t n)
@@ -37,9 +38,9 @@ static size_t map_reserve(size_t n)
     return r < m ? m : r;
 }
 
-/* Fault in the pages of bytes [from, to) of the mapping 'm' in one call, before they are
- * written (big.h): the array's capacity only, not the rest of its last 2 MiB unit, so that
- * what is in memory is what the caller's budget counted.  Where the kernel has no
+/* When an array grows, fault in the pages of bytes [from, to) of the mapping 'm' in one
+ * call, before they are written (big.h): the array's capacity only, not the rest of its last 2 MiB
+ * unit, so that what is in memory is what the caller's budget counted.  Where the kernel has no
  * MADV_POPULATE_WRITE (before Linux 5.14) the call fails and the pages fault in one by one
  * as they are written, as before. */
 static void populate(void *m, size_t from, size_t to)

@@ -27,7 +27,9 @@
  * 2 MiB units (vec.c, gm_big_room()), in place: its mapping reserves address space beyond
  * its capacity, up to the next power of two, that no page backs (big.c).  (Growing by a
  * quarter instead left the pickle memo of the 1 GB snapshot 142 MB of memory for 97 MB of
- * cells.) */
+ * cells.)  That reservation is address space: MAP_NORESERVE keeps it out of the kernel's
+ * commit charge in the default overcommit modes, but it counts against `ulimit -v` (and
+ * against the commit limit under vm.overcommit_memory=2), up to twice an array's capacity. */
 #ifndef GM_BASE_BIG_H
 #define GM_BASE_BIG_H
 
