@@ -80,8 +80,9 @@ static enum gm_status measure(const struct gm_analysis_device *dev, struct gm_an
                 r->first_event = 0;
             if (r->last_event >= (int64_t)dev->n_events)
                 r->last_event = (int64_t)dev->n_events - 1;
-            by_last[nl++] = (struct span_key){r->last_event, i};
         }
+        if (r->first_event <= r->last_event) /* still, once clamped: its end is counted */
+            by_last[nl++] = (struct span_key){r->last_event, i};
         by_first[i] = (struct span_key){r->first_event, i};
     }
     qsort(by_first, n, sizeof(*by_first), cmp_span_key);
