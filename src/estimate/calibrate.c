@@ -172,11 +172,19 @@ static uint64_t kept_at(const struct gm_estimate *e, unsigned moment)
     return b;
 }
 
-/* 'kept' bytes (kept_at()) moved from *workload to *fixed, as far as *workload holds them;
- * the bytes moved. */
-static uint64_t keep_fixed(uint64_t kept, uint64_t *fixed, uint64_t *workload)
+/* 'kept' bytes (kept_at()) moved from *workload to *fixed, as far as the category of
+ * 'bytes' that counts a workspace (its kind's: other) holds them: a run whose snapshot has
+ * no workspace (taken before the first GEMM, torch < 1.13, a CPU-made example) keeps all
+ * its activation and input workload.  The bytes moved. */
+static uint64_t keep_fixed(uint64_t kept, const uint64_t bytes[GM_CATEGORY_COUNT], uint64_t *fixed,
+                           uint64_t *workload)
 {
-    uint64_t k = kept < *workload ? kept : *workload;
+    enum gm_category cat = GM_CATEGORY_OTHER;
+    uint64_t k;
+    gm_est_kind_category(GM_KIND_TORCH_WORKSPACE, &cat);
+    k = kept < bytes[cat] ? kept : bytes[cat];
+    if (k > *workload)
+        k = *workload;
     *fixed = gm_add_sat(*fixed, k);
     *workload -= k;
     return k;
@@ -332,8 +340,8 @@ static void fit_span(struct gm_calib_span *s, uint64_t tokens, uint64_t kept)
     split(s->measured, &s->measured_fixed, &s->measured_workload);
     /* the run's own workspaces are in its workload categories as the estimate's are: fixed
      * on both sides, as far as each side holds them */
-    kept = keep_fixed(kept, &s->predicted_fixed, &s->predicted_workload);
-    keep_fixed(kept, &s->measured_fixed, &s->measured_workload);
+    kept = keep_fixed(kept, s->predicted, &s->predicted_fixed, &s->predicted_workload);
+    keep_fixed(kept, s->measured, &s->measured_fixed, &s->measured_workload);
     if (s->predicted_seq2 > s->predicted_workload)
         s->predicted_seq2 = s->predicted_workload;
     if (!s->observed)
@@ -363,7 +371,7 @@ static uint64_t calibrated(const struct gm_calib_span *s, const struct gm_estima
     double f;
     predicted_at(e, span_moment(e, s->kind), bytes, &q);
     split(bytes, &fixed, &w);
-    keep_fixed(kept_at(e, span_moment(e, s->kind)), &fixed, &w);
+    keep_fixed(kept_at(e, span_moment(e, s->kind)), bytes, &fixed, &w);
     if (q > w)
         q = w;
     if (!s->observed) {

@@ -25,9 +25,9 @@ uint64_t est_torch_cublas_workspace_bytes(const struct est_ctx *cx)
  * std::make_tuple(handle, stream), CublasHandlePool.cpp @ 26a3905), and a handle belongs to a
  * thread: getCurrentCUDABlasHandle reserves it through a "thread_local" PoolWindow of the
  * DeviceThreadHandlePool, which hands a thread its own handle per device while the thread
- * lives (aten/src/ATen/cuda/detail/DeviceThreadHandles.h).  A forward runs its GEMMs on the
- * calling thread; autograd runs a CUDA backward on its device thread (Engine::
- * start_device_threads, one thread per device, torch/csrc/autograd/engine.cpp), the
+ * lives (aten/src/ATen/cuda/detail/DeviceThreadHandles.h @ 1d8b3cc).  A forward runs its GEMMs on
+ * the calling thread; autograd runs a CUDA backward on its device thread (Engine::
+ * start_device_threads, one thread per device, torch/csrc/autograd/engine.cpp @ e1253a9), the
  * recomputation of checkpointed layers included, so training takes a second handle, and with
  * it a second workspace on the same stream, at the first GEMM of the first backward (the
  * lm_head's gradient).  Inference (transformers' generate, vLLM's workers) runs every GEMM on
@@ -64,7 +64,7 @@ enum gm_status est_add_torch_workspaces(struct est_ctx *cx, struct gm_error *err
     else
         snprintf(note, sizeof note, "%.3f MiB from the caching allocator at the first GEMM, kept",
                  (double)ws / (double)GM_MIB);
-    return est_add(cx->e, GM_KIND_TORCH_WORKSPACE, "cublas_workspaces", (uint64_t)n * ws,
+    return est_add(cx->e, GM_KIND_TORCH_WORKSPACE, EST_TORCH_WORKSPACE_NAME, (uint64_t)n * ws,
                    j->mode == GM_EST_TRAIN ? GM_EST_PHASE_TRAIN_ALL : GM_EST_PHASE_INFER_ALL, false,
                    GM_EXTENT_ONE_LAYER, note, err);
 }

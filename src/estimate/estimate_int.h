@@ -360,6 +360,15 @@ bool est_loss_cache_block_applies(const struct gm_job *j);
  * the blocks lie (fragmentation); false where more is allocated at once than the GPU holds,
  * or nothing failed. */
 bool est_replay_failed_on_layout(const struct gm_est_replay *r);
+/* What the allocator model 'a' holds when a request of 'bytes' on 'stream' fails: reserved
+ * and allocated now (not at their peaks), and the largest free block of the request's own
+ * pool (small: at most 1 MiB) on its own stream (0 when the walk ran out of memory). */
+struct est_alloc_failure {
+    uint64_t reserved, allocated, largest_free;
+};
+struct gm_alloc;
+void est_alloc_at_failure(const struct gm_alloc *a, int64_t stream, uint64_t bytes,
+                          struct est_alloc_failure *out);
 /* The validation table the block's size was read off (its "# fit:" rows): named by the
  * assumption line and the estimate JSON. */
 #define EST_LOSS_CACHE_BLOCK_FIT_ON "fms_a100_80gb_liger"
@@ -493,6 +502,9 @@ uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
  * CUDA context, NCCL and the custom all-reduce: the kernel modules and handles its process
  * loads after the version's baseline (stage_engine.c gives each figure's source). */
 uint64_t est_vllm_kernel_bytes(uint32_t version);
+/* The display name of the cuBLAS workspaces component (kind GM_KIND_TORCH_WORKSPACE), one
+ * for every engine. */
+#define EST_TORCH_WORKSPACE_NAME "cublas_workspaces"
 /* PyTorch's cuBLAS workspace on the job's GPU, which the caching allocator gives a cuBLAS
  * handle at a process's first GEMM on a stream and keeps (a GM_KIND_TORCH_WORKSPACE component):
  * 32 MiB on compute capability 9.0, else 8.125 MiB (cublas.c). */

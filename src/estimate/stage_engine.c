@@ -799,6 +799,8 @@ static uint64_t vllm_encoder_cache(struct est_ctx *cx, uint64_t batched)
  * at the same point of init_device (vllm/v1/worker/gpu_worker.py, before
  * init_worker_distributed_environment, as the 0.11 table of docs/estimate.md gives it). */
 #define VLLM_V1_0_10_KERNEL_BYTES (20 * GM_MIB)
+/* The row it is read from, named by the assumption line. */
+#define VLLM_V1_0_10_KERNEL_FIT_ON "v039 of vllm_startup_logs.csv"
 
 uint64_t est_vllm_kernel_bytes(uint32_t version)
 {
@@ -1278,6 +1280,15 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
      * vllm/distributed/device_communicators/custom_all_reduce.py @ 0ad8064) */
     ca = est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && t <= e->layout.gpus_per_node);
     kernels = est_vllm_kernel_bytes(j->stack.vllm);
+    /* measured, not read in code: said so, as the loss cache block is (docs/estimate.md, "The
+     * kernels 0.9.2 to 0.10 count") */
+    if (era == VLLM_V1_BEFORE_NCCL && !v->non_torch_bytes && cx->bound == EST_POINT)
+        est_assume(
+            e,
+            "vLLM 0.9.2-0.10 non-torch kernels: %.0f MiB measured from one log (row " VLLM_V1_0_10_KERNEL_FIT_ON
+            "), not read in code; that row's GPU is not a Hopper one, so version and GPU "
+            "are not told apart (other versions: 164 MiB); --non-torch for the job's own",
+            (double)kernels / (double)GM_MIB);
     non_torch =
         v->non_torch_bytes
             ? v->non_torch_bytes
@@ -1359,8 +1370,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
              "PyTorch's, from the caching allocator at the profile run's %s and kept: %s the "
              "profile peak",
              blas ? "first layer" : "lm_head GEMM", ws_peak ? "inside" : "after");
-    if ((st = est_add(e, GM_KIND_TORCH_WORKSPACE, "cublas_workspace", ws, GM_EST_PHASE_INFER_ALL,
-                      false, GM_EXTENT_ONE_LAYER, note, err)))
+    if ((st = est_add(e, GM_KIND_TORCH_WORKSPACE, EST_TORCH_WORKSPACE_NAME, ws,
+                      GM_EST_PHASE_INFER_ALL, false, GM_EXTENT_ONE_LAYER, note, err)))
         return st;
     snprintf(note, sizeof note, "%llu blocks of %llu tokens (%llu B per token, %s)",
              (unsigned long long)sv->kv_blocks, (unsigned long long)bs,

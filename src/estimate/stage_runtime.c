@@ -549,9 +549,13 @@ enum gm_status est_stage_runtime(struct est_ctx *cx, struct gm_error *err)
     est_figures(e, frag);
     outside = est_outside_bytes(e);
     if (replay) {
-        uint64_t cap = j->gpu.memory_bytes
-                           ? (j->gpu.memory_bytes > outside ? j->gpu.memory_bytes - outside : 1)
-                           : 0;
+        /* the paged optimizer's state gives way to the allocator: the driver evicts
+         * cudaMallocManaged pages to host memory to serve a device allocation (the paged
+         * optimizers of arXiv 2305.14314 §2 rely on it; docs/estimate.md), and the verdict
+         * says how much is paged out, so the replay's capacity leaves that state out */
+        uint64_t held = outside - (e->pageable_bytes < outside ? e->pageable_bytes : outside);
+        uint64_t cap =
+            j->gpu.memory_bytes ? (j->gpu.memory_bytes > held ? j->gpu.memory_bytes - held : 1) : 0;
         bool floor_binds;
         if ((st = est_step_replay(cx, cap, &e->replay, err)) != GM_OK)
             return st;

@@ -132,8 +132,11 @@ struct replay {
     uint64_t layers;
     uint64_t blas_handles; /* cuBLAS handles of the step: workspaces (est_torch_cublas_handles) */
     /* the backward's first GEMM is the lm_head's gradient in the loss's backward; a fused
-     * linear cross-entropy takes the head's gradients in its forward (Liger) or in its own
-     * kernels (Cut Cross-Entropy), so the backward thread's first GEMM is the last layer's */
+     * linear cross-entropy takes the head's gradients in its forward (Liger,
+     * linkedin/Liger-Kernel src/liger_kernel/ops/fused_linear_cross_entropy.py @ ead96b61) or
+     * in its own kernels (Cut Cross-Entropy, apple/ml-cross-entropy
+     * cut_cross_entropy/cce_backward.py @ 18e76ad), so the backward thread's first GEMM is the
+     * last layer's */
     bool head_gemm_in_backward;
     double w_params[MAX_PIECES], w_acts[MAX_PIECES];
     size_t n_params, n_acts;
@@ -286,31 +289,42 @@ static enum gm_status largest_free_block(void *ctx, const struct gm_alloc_segmen
     return GM_OK;
 }
 
-/* A request of 'bytes' on 'stream' failed on the capacity: r->failed as the step stood, with
- * what the allocator held then.  PyTorch's malloc() has by then freed every cached segment
- * that holds no allocated block (release_cached_blocks(): only blocks with neither prev nor
- * next, c10/cuda/CUDACachingAllocator.cpp at v2.4.1) and asked cudaMalloc again, so what is
+/* PyTorch's malloc() has by the time a request fails freed every cached segment that holds no
+ * allocated block (release_cached_blocks(): only blocks with neither prev nor next,
+ * c10/cuda/CUDACachingAllocator.cpp at v2.4.1) and asked cudaMalloc again, so what is
  * reserved is the segments with a block in use; the largest free block left in them says
  * whether the bytes were there but not in one piece (a block live inside a cached segment).
- * Small-pool requests are those of at most 1 MiB (kSmallSize, the same file). */
-static void request_failed(struct replay *r, int64_t stream, uint64_t bytes,
-                           const struct gm_est_component *c)
+ * A request is served only from its own pool on its own stream: small-pool requests are
+ * those of at most 1 MiB (kSmallSize, the same file). */
+void est_alloc_at_failure(const struct gm_alloc *a, int64_t stream, uint64_t bytes,
+                          struct est_alloc_failure *out)
 {
     struct gm_alloc_stats s;
     struct largest_free f;
-    r->oom = true;
-    r->failed = r->where;
-    r->failed.stream = (enum gm_est_stream)stream;
-    r->failed_c = c;
-    gm_alloc_get_stats(r->a, &s);
-    r->fail_reserved = s.reserved_bytes[GM_ALLOC_STAT_ALL].current;
-    r->fail_allocated = s.allocated_bytes[GM_ALLOC_STAT_ALL].current;
+    gm_alloc_get_stats(a, &s);
+    out->reserved = s.reserved_bytes[GM_ALLOC_STAT_ALL].current;
+    out->allocated = s.allocated_bytes[GM_ALLOC_STAT_ALL].current;
     f.stream = stream;
     f.small = bytes <= GM_ALLOC_SMALL_SIZE;
     f.bytes = 0;
     /* out of memory for the walk: the largest free block stays unknown (0) */
-    if (gm_alloc_segments(r->a, largest_free_block, &f, NULL) == GM_OK)
-        r->fail_largest_free = f.bytes;
+    out->largest_free = gm_alloc_segments(a, largest_free_block, &f, NULL) == GM_OK ? f.bytes : 0;
+}
+
+/* A request of 'bytes' on 'stream' failed on the capacity: r->failed as the step stood, with
+ * what the allocator held then (est_alloc_at_failure()). */
+static void request_failed(struct replay *r, int64_t stream, uint64_t bytes,
+                           const struct gm_est_component *c)
+{
+    struct est_alloc_failure held;
+    r->oom = true;
+    r->failed = r->where;
+    r->failed.stream = (enum gm_est_stream)stream;
+    r->failed_c = c;
+    est_alloc_at_failure(r->a, stream, bytes, &held);
+    r->fail_reserved = held.reserved;
+    r->fail_allocated = held.allocated;
+    r->fail_largest_free = held.largest_free;
 }
 
 static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t bytes)

@@ -321,6 +321,40 @@ static void test_fit_reproduces_and_scales(void **state)
     gm_estimate_free(e16);
 }
 
+/* The estimate's cuBLAS workspaces are fixed on the snapshot's side only as far as the
+ * snapshot's category other (where a workspace's block falls) holds them: a snapshot with
+ * nothing in other (taken before the first GEMM, torch < 1.13, this CPU-made example with its
+ * other relabelled as activation) keeps its whole workload, and its per-token figure is that
+ * workload over the tokens, not less. */
+static void test_workspaces_kept_from_other_only(void **state)
+{
+    struct fixture *f = *state;
+    struct gm_analysis_device *dev = &f->an->devices[0];
+    const struct gm_calib_span *fb;
+    uint64_t fixed, work, moved;
+
+    calibrate(f, &f->job, NULL);
+    fb = &f->cal->spans[0];
+    assert_true(gm_estimate_kind_bytes(f->cal->est, GM_KIND_TORCH_WORKSPACE) > 0);
+    fixed = fb->measured[GM_CATEGORY_PARAMETER] + fb->measured[GM_CATEGORY_GRADIENT] +
+            fb->measured[GM_CATEGORY_OPTIMIZER_STATE] + fb->measured[GM_CATEGORY_OPTIMIZER_TEMP];
+    /* as the snapshot is: what moved to fixed is no more than other holds */
+    moved = fb->measured_fixed - fixed;
+    assert_true(moved <= fb->measured[GM_CATEGORY_OTHER]);
+    assert_true(moved <= gm_estimate_kind_bytes(f->cal->est, GM_KIND_TORCH_WORKSPACE));
+
+    for (size_t i = 0; i < dev->n_allocs; i++)
+        if (dev->allocs[i].category == GM_CATEGORY_OTHER)
+            dev->allocs[i].category = GM_CATEGORY_ACTIVATION;
+    calibrate(f, &f->job, NULL);
+    fb = &f->cal->spans[0];
+    assert_int_equal(fb->measured[GM_CATEGORY_OTHER], 0);
+    work = fb->measured[GM_CATEGORY_INPUT] + fb->measured[GM_CATEGORY_ACTIVATION];
+    assert_int_equal(fb->measured_fixed, fixed);
+    assert_int_equal(fb->measured_workload, work);
+    assert_true(fb->measured_per_token == (double)work / (double)f->cal->tokens);
+}
+
 /* A prediction counts the tokens one rank holds as the estimate does: under context
  * parallelism each rank holds seq / cp of every sequence. */
 static void test_tokens_per_rank(void **state)
@@ -508,6 +542,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_spans_of_the_example, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fit_reproduces_and_scales, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tokens_per_rank, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_workspaces_kept_from_other_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scores_taken_as_predicted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scores_above_the_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inference_is_one_span, setup, teardown),

@@ -1576,6 +1576,14 @@ static void test_vllm_kernels_by_version(void **state)
         job_make("qwen2.5-3b", args, &j);
         run(&j, &est);
         assert_int_equal(est->serving.non_torch_logged_bytes, i ? 164 * GM_MIB : 20 * GM_MIB);
+        /* the range's low end (one GPU: no all-reduce buffers): 0.10's 20 MiB is below the
+         * 64 MiB low end the larger figure takes, so its low end is 0, not above the point */
+        /* the 20 MiB is one log's, said so (a 164 MiB version says nothing) */
+        assert_int_equal(assumed(est, "measured from one log (row v039"), i == 0);
+        assert_true(est->range.sources & GM_UNCERTAIN_ENGINE);
+        assert_non_null(est->store->ends[0]);
+        assert_int_equal(est->store->ends[0]->serving.non_torch_bytes, i ? 64 * GM_MIB : 0);
+        assert_int_equal(est->store->ends[1]->serving.non_torch_bytes, GM_GIB / 2);
         gm_estimate_free(est);
         est = NULL;
     }

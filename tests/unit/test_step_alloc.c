@@ -696,6 +696,60 @@ static void test_failed_request_layout(void **state)
     }
 }
 
+/* What the allocator holds when a request fails (est_alloc_at_failure()): reserved and
+ * allocated as they are now, not at their peaks (a 500 MiB segment reserved and emptied
+ * earlier is gone), and the largest free block of the request's own pool on its own stream:
+ * a larger free block on another stream (88 MiB on stream 7, an FSDP all-gather stream's) or
+ * in the other pool (the large pool's 18 MiB, for a small request) cannot serve it. */
+static void test_failure_reads_own_pool_and_stream(void **state)
+{
+    struct gm_alloc_fakedev fake;
+    struct gm_alloc_device dev;
+    struct gm_alloc_conf conf;
+    struct gm_alloc *a = NULL;
+    struct gm_alloc_stats s;
+    struct est_alloc_failure held;
+    uint64_t p, big, keep0, keep7, small;
+    (void)state;
+    gm_alloc_conf_init(&conf);
+    gm_alloc_fakedev_init(&fake, 0);
+    dev.ops = &gm_alloc_fakedev_ops;
+    dev.ctx = &fake;
+    dev.total_bytes = 80ull << 30;
+    assert_int_equal(gm_alloc_new(&conf, &dev, &a, NULL), GM_OK);
+    /* a segment reserved at the start and given back: the peak, not what is held */
+    assert_int_equal(gm_alloc_malloc(a, 500 * GM_MIB, 0, &big, NULL), GM_OK);
+    assert_int_equal(gm_alloc_dealloc(a, big, NULL), GM_OK);
+    gm_alloc_empty_cache(a);
+    /* stream 0, large pool: 12 MiB in use in a 30 MiB segment, 18 MiB free */
+    assert_int_equal(gm_alloc_malloc(a, 30 * GM_MIB, 0, &p, NULL), GM_OK);
+    assert_int_equal(gm_alloc_dealloc(a, p, NULL), GM_OK);
+    assert_int_equal(gm_alloc_malloc(a, 12 * GM_MIB, 0, &keep0, NULL), GM_OK);
+    /* stream 7, large pool: 12 MiB in use in a 100 MiB segment, 88 MiB free */
+    assert_int_equal(gm_alloc_malloc(a, 100 * GM_MIB, 7, &p, NULL), GM_OK);
+    assert_int_equal(gm_alloc_dealloc(a, p, NULL), GM_OK);
+    assert_int_equal(gm_alloc_malloc(a, 12 * GM_MIB, 7, &keep7, NULL), GM_OK);
+    /* stream 0, small pool: 512 KiB in use in a 2 MiB segment, 1.5 MiB free */
+    assert_int_equal(gm_alloc_malloc(a, 512 * GM_KIB, 0, &small, NULL), GM_OK);
+
+    gm_alloc_get_stats(a, &s);
+    assert_true(s.reserved_bytes[GM_ALLOC_STAT_ALL].peak >
+                s.reserved_bytes[GM_ALLOC_STAT_ALL].current);
+    est_alloc_at_failure(a, 0, 200 * GM_MIB, &held);
+    assert_int_equal(held.reserved, s.reserved_bytes[GM_ALLOC_STAT_ALL].current);
+    assert_int_equal(held.reserved, 132 * GM_MIB);
+    assert_int_equal(held.allocated, s.allocated_bytes[GM_ALLOC_STAT_ALL].current);
+    assert_int_equal(held.largest_free, 18 * GM_MIB);
+    est_alloc_at_failure(a, 7, 200 * GM_MIB, &held);
+    assert_int_equal(held.largest_free, 88 * GM_MIB);
+    est_alloc_at_failure(a, 0, GM_MIB, &held);
+    assert_int_equal(held.largest_free, 1536 * GM_KIB);
+    /* no small segment on stream 7 */
+    est_alloc_at_failure(a, 7, GM_MIB, &held);
+    assert_int_equal(held.largest_free, 0);
+    gm_alloc_free(a);
+}
+
 /* What a segment trace sums to, per pass, and what the loss takes. */
 struct seg_sum {
     uint64_t n[2], bytes[2], last_reserved[2];
@@ -1268,6 +1322,7 @@ int main(void)
         cmocka_unit_test(test_floor_stops_at_the_capacity),
         cmocka_unit_test(test_failed_request_named),
         cmocka_unit_test(test_failed_request_layout),
+        cmocka_unit_test(test_failure_reads_own_pool_and_stream),
         cmocka_unit_test(test_alloc_conf_reaches_the_replay),
         cmocka_unit_test(test_where_it_does_not_apply),
         cmocka_unit_test(test_segment_trace),
