@@ -41,7 +41,12 @@ import gpumem
 LAYERS, HIDDEN, VOCAB = 4, 256, 8192
 BASE = {"batch": 4, "seq": 256}
 SIZES = [("batch", b) for b in (1, 2, 8, 16)] + [("seq", s) for s in (128, 512, 1024)]
-SETTINGS = {"precision": "fp32", "attention": "eager"}
+# The synthetic job (synth-snapshot) allocates no cuBLAS workspace through the caching
+# allocator, as PyTorch did before 1.13 (PR #83461): the estimate is told that torch, so that
+# both sides hold the same tensors.  With 1.13 or later the estimate's two workspaces (16.25
+# MiB, about 8 % of this small job's batch-1 peak) are memory the snapshot lacks, and the
+# calibrated predictions miss the truth by 3 to 5 % (docs/calibrate.md).
+SETTINGS = {"precision": "fp32", "attention": "eager", "torch-version": "1.12"}
 ALLOCATED_BOUND = 0.01
 RESERVED_BOUND = 0.10
 
