@@ -402,10 +402,14 @@ static pk_val make_long(struct vm *vm, const uint8_t *b, size_t n)
 
 bool pk_memo_reserve(struct vm *vm, size_t need)
 {
-    size_t pages = (need >> MEMO_PAGE_BITS) + 1, old = vm->base_cap;
+    size_t pages, old = vm->base_cap;
     if (need > vm->memo_cap &&
         !pk_vm_grow(vm, (void **)&vm->memo, &vm->memo_cap, need, sizeof(uint32_t)))
         return false;
+    /* a base for every page of the memo's capacity, not only of 'need': the flat reader
+     * reads the base of any index below memo_cap (flat.c), and growth may leave the capacity
+     * well past 'need' (a quarter more on the heap, whole units in a mapping: gm_big_room()) */
+    pages = ((vm->memo_cap ? vm->memo_cap - 1 : 0) >> MEMO_PAGE_BITS) + 1;
     if (pages > vm->base_cap) {
         if (!pk_vm_grow(vm, (void **)&vm->memo_base, &vm->base_cap, pages, sizeof(uint64_t)))
             return false;

@@ -12,6 +12,7 @@
 #include "pickle/pickle.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define P(lit) (const uint8_t *)(lit), sizeof(lit) - 1
@@ -87,6 +88,45 @@ static void test_strings_floats_consts(void **state)
     assert_true(pk_get_double(t->items[4], &x) && x == 1.5);
     assert_true(t->items[5] == PK_NONE && t->items[6] == PK_TRUE && t->items[7] == PK_FALSE);
     pk_doc_release(&d);
+}
+
+/* A list of 'n' memoized short strings (protocol 4: SHORT_BINUNICODE then MEMOIZE each, the
+ * flat reader's fast case) parses, and its last string reads back, at sizes whose memo
+ * capacity runs past the last memo page 'n' needs (the base of every page below the memo's
+ * capacity must exist: under AddressSanitizer, where the memo grows on the heap by a
+ * quarter, a base array sized by 'n' alone was read past its end). */
+static void test_many_memoized_strings(void **state)
+{
+    static const size_t sizes[] = {70000, 530000, 1000000, 1100000, 1300000};
+    (void)state;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k], len = 0;
+        uint8_t *buf = malloc(16 + n * 10);
+        struct pk_doc d;
+        struct gm_error e;
+        const struct pk_node *l;
+        const char *str;
+        size_t sn;
+        bool is_bytes;
+        assert_non_null(buf);
+        buf[len++] = 0x80, buf[len++] = 4, buf[len++] = ']', buf[len++] = 0x94, buf[len++] = '(';
+        for (size_t i = 0; i < n; i++) {
+            buf[len++] = 0x8c, buf[len++] = 6; /* SHORT_BINUNICODE of 6 bytes */
+            len += (size_t)snprintf((char *)buf + len, 7, "%06zu", i % 1000000);
+            buf[len++] = 0x94; /* MEMOIZE */
+        }
+        buf[len++] = 'e', buf[len++] = '.'; /* APPENDS, STOP */
+        if (parse(&d, buf, len, &e) != GM_OK)
+            fail_msg("%zu strings: %s", n, e.msg);
+        l = pk_node_of_kind(d.root, PK_LIST);
+        assert_non_null(l);
+        assert_int_equal(l->len, n);
+        assert_true(pk_get_str(&d, l->items[n - 1], &str, &sn, &is_bytes) && !is_bytes);
+        assert_int_equal(sn, 6);
+        assert_int_equal(strtoul(str, NULL, 10), (n - 1) % 1000000);
+        pk_doc_release(&d);
+        free(buf);
+    }
 }
 
 static void test_containers_and_memo(void **state)
@@ -527,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_ints),
         cmocka_unit_test(test_strings_floats_consts),
         cmocka_unit_test(test_containers_and_memo),
+        cmocka_unit_test(test_many_memoized_strings),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_limits),
