@@ -12,7 +12,8 @@ then reads as zeros (no SIGBUS), which must be reported as the change too, never
 "unknown opcode 0x00" the reader meets there.
 A run that had read the whole file by the time the cut came (exit 0: a busy machine) is tried
 again, up to 6 times. `diff` reads its two files at once and reports no progress: there the
-cut comes a few milliseconds after the start, and a run that finished first is tried again.
+cut comes once diff holds the file open (seen in /proc/PID/fd), a few milliseconds later on
+each try, and a run that finished first, or was cut before it opened, is tried again.
 
 usage: changing_input.py GPUMEM      ($GM_SYNTH: ../shared/tools/synth-snapshot, set by tests/needs.sh)
 """
@@ -69,6 +70,25 @@ def run_cut_at_progress(args, victim, tmp, cut_to=1 << 20):
     return rc, err, cut
 
 
+def wait_open(p, path, limit=30.0):
+    """Wait until process 'p' has 'path' open (Linux: /proc/PID/fd) or has ended; where /proc
+    cannot tell, wait 20 ms as a guess."""
+    fds = "/proc/%d/fd" % p.pid
+    if not os.path.isdir(fds):
+        time.sleep(0.02)
+        return
+    target = os.path.realpath(path)
+    deadline = time.time() + limit
+    while time.time() < deadline and p.poll() is None:
+        try:
+            for fd in os.listdir(fds):
+                if os.readlink(os.path.join(fds, fd)) == target:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.0005)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="gpumem-changing-")
     try:
@@ -96,14 +116,17 @@ def main():
                     fail("%s: exit %d after the file was cut to %d bytes, expected 74 and '%s'; "
                          "stderr: %r" % (" ".join(cmd), rc, cut_to, MESSAGE.decode(), err[-300:]))
                 break
-        # diff: two files at once, no progress: cut after a moment, try again when the cut
-        # came before the open (a short file: exit 65) or after the read (exit 0)
+        # diff: two files at once, no progress: cut a moment after diff has the file open
+        # (seen in /proc/PID/fd: a sanitizer build takes 100 ms and more to start, so a fixed
+        # delay from the start cut before the open), try again when the cut still came before
+        # the open (a short file: exit 65) or after the read (exit 0)
         hit = False
         for attempt in range(8):
             shutil.copyfile(big, victim)
             p = subprocess.Popen([GPUMEM, "snapshot", "diff", victim, big],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(0.01 * (attempt + 1))
+            wait_open(p, victim)
+            time.sleep(0.002 * attempt)
             os.truncate(victim, 1 << 20)
             _, err = p.communicate(timeout=120)
             if p.returncode in (0, 65):
