@@ -163,13 +163,15 @@ static void text_fit(FILE *f, const struct gm_estimate_report *r, const struct e
     shown = o->max_suggestions && o->max_suggestions < s->n ? o->max_suggestions : s->n;
     for (size_t i = 0; i < shown; i++) {
         const struct gm_est_suggestion *g = &s->items[i];
-        char change[160];
+        char change[160], verdict[64];
         snprintf(change, sizeof change, "%s%s", g->combined ? "together: " : "", g->change);
+        if (g->reason == GM_FIT_FITS_PAGED)
+            snprintf(verdict, sizeof verdict, "fits with %.2f GiB paged to host",
+                     (double)g->paged_bytes / (double)GM_GIB);
+        else
+            snprintf(verdict, sizeof verdict, "%s", g->fits ? "fits" : "does not fit");
         fprintf(f, "  %-46s %8.2f GiB  %s%s%s: %s\n", change,
-                (double)g->device_bytes / (double)GM_GIB, color_on(color, g->fits),
-                g->reason == GM_FIT_FITS_PAGED ? "fits with paging"
-                : g->fits                      ? "fits"
-                                               : "does not fit",
+                (double)g->device_bytes / (double)GM_GIB, color_on(color, g->fits), verdict,
                 color_off(color), g->trade);
     }
     if (shown < s->n)

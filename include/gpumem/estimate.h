@@ -1118,7 +1118,9 @@ struct gm_est_suggestion {
     uint64_t device_bytes; /* largest device figure with the change */
     bool fits;
     enum gm_fit_reason reason;
-    bool combined; /* several changes together */
+    uint64_t paged_bytes; /* GM_FIT_FITS_PAGED: optimizer state that would live in host
+                           * memory, paged in on every step (gm_est_fit.paged_bytes) */
+    bool combined;        /* several changes together */
 };
 
 /* The suggestions for one job; owns its items (gm_est_suggestions_release()). */

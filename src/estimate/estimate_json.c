@@ -420,6 +420,8 @@ static void json_fit(struct gm_json *w, const struct gm_estimate_report *r)
         gm_json_kv_str(w, "change", s->change);
         gm_json_kv_u64(w, "device_bytes", s->device_bytes);
         gm_json_kv_bool(w, "fits", s->fits);
+        if (s->reason == GM_FIT_FITS_PAGED)
+            gm_json_kv_u64(w, "paged_bytes", s->paged_bytes);
         gm_json_kv_str(w, "cost", cost_name(s->cost));
         gm_json_kv_str(w, "trade", s->trade);
         gm_json_kv_bool(w, "combined", s->combined);

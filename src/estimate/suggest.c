@@ -728,7 +728,7 @@ static const struct candidate {
     {c_zero2, GM_COST_SPEED, 22, false, "optimizer state and gradients sharded"},
     {c_zero3, GM_COST_SPEED, 25, false, "everything sharded, layers gathered as they run"},
     {c_fsdp, GM_COST_SPEED, 25, false, "everything sharded (FSDP), layers gathered as they run"},
-    {c_paged, GM_COST_SPEED, 30, false, "optimizer state pages to host memory when full"},
+    {c_paged, GM_COST_SPEED, 30, false, "the state past the GPU crosses PCIe every step"},
     {c_activation_offload, GM_COST_SPEED, 32, false, "activations in host memory (PCIe traffic)"},
     {c_adamw_8bit, GM_COST_NUMERICS, 35, false, "8-bit optimizer state (bitsandbytes)"},
     {c_kv_fp8, GM_COST_NUMERICS, 38, false, "8-bit KV cache: a small accuracy loss"},
@@ -862,7 +862,7 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
     struct change applied[8];
     size_t from[8], n_applied = 0, n_kept = 0;
     bool keep[8];
-    uint64_t fit_device;
+    uint64_t fit_device, fit_paged;
     enum gm_fit_reason fit_reason;
     /* used: in the combination, or tried in it without helping (not tried again) */
     bool used[N_CANDIDATES] = {false}, progress = true, bounded;
@@ -932,6 +932,7 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
      * The figures are those of the last combination that fitted (in scratch now). */
     fit_device = sx->scratch->fit.device_bytes;
     fit_reason = sx->scratch->fit.reason;
+    fit_paged = sx->scratch->fit.paged_bytes;
     for (size_t i = 0; i < n_applied; i++)
         keep[i] = true;
     for (int pass = 0; pass < 2; pass++)
@@ -948,6 +949,7 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
                 est_run_point(&t, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits) {
                 fit_device = sx->scratch->fit.device_bytes;
                 fit_reason = sx->scratch->fit.reason;
+                fit_paged = sx->scratch->fit.paged_bytes;
             } else {
                 memcpy(keep, was, sizeof was);
             }
@@ -972,6 +974,7 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
     out->s.device_bytes = fit_device;
     out->s.fits = true;
     out->s.reason = fit_reason;
+    out->s.paged_bytes = fit_paged;
     out->s.combined = true;
     out->cand = N_CANDIDATES;
     return true;
@@ -1021,6 +1024,7 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
         t->s.device_bytes = sx.scratch->fit.device_bytes;
         t->s.fits = sx.scratch->fit.fits;
         t->s.reason = sx.scratch->fit.reason;
+        t->s.paged_bytes = sx.scratch->fit.paged_bytes;
         t->rank = candidates[i].rank;
         /* fitting only by paging state to host memory on every step is a fallback, after
          * moving the optimizer to the CPU outright */

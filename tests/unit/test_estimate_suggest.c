@@ -96,6 +96,8 @@ static void replay(const struct gm_job *job, const struct gm_est_suggestion *s)
     assert_int_equal(gm_estimate_run(&j, &again, &err), GM_OK);
     assert_int_equal(again->fit.fits, s->fits);
     assert_int_equal(again->fit.device_bytes, s->device_bytes);
+    assert_int_equal(again->fit.reason, s->reason);
+    assert_int_equal(again->fit.paged_bytes, s->paged_bytes);
 }
 
 /* Fitting changes first, those on the GPUs given before more hardware; each one replays. */
@@ -259,6 +261,13 @@ static void test_finetune_one_gpu(void **state)
     /* pure bf16 says that it changes the numerics */
     if (with("--precision bf16"))
         assert_non_null(strstr(with("--precision bf16")->trade, "numerics change"));
+    /* a paged optimizer fits by the state it leaves in host memory: the suggestion carries
+     * how much (what is beyond the GPU), which the output shows */
+    if (with("--paged-optimizer")) {
+        const struct gm_est_suggestion *p = with("--paged-optimizer");
+        assert_int_equal(p->reason, GM_FIT_FITS_PAGED);
+        assert_int_equal(p->paged_bytes, p->device_bytes - base->fit.capacity_bytes);
+    }
     check_order_and_replay(&j);
 }
 
