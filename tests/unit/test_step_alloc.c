@@ -691,6 +691,17 @@ static void test_failed_request_layout(void **state)
             assert_true(r->failed.largest_free > 0);
             assert_int_equal(r->failed.kind, GM_KIND_LOGITS);
             assert_true(r->failed.step >= 1);
+            /* the segment of the largest free block would hold the request whole: what keeps
+             * it is a block in use inside it, the last layer's output (the final norm's
+             * input, kept for the backward) that the second step's forward placed behind
+             * that layer's temporaries in the segment the first step's shifted fp32 logits
+             * left cached */
+            assert_true(r->failed.segment >= r->failed.request);
+            assert_true(r->failed.segment_live > 0);
+            assert_true(r->failed.largest_free + r->failed.segment_live <= r->failed.segment);
+            assert_int_equal(r->failed.pin_kind, GM_KIND_ACTIVATIONS);
+            assert_int_equal(r->failed.pin_layer, 32); /* Mistral-7B has 32 layers: the last */
+            assert_true(r->failed.pin_bytes <= r->failed.segment_live);
         }
         assert_int_equal(est->fit.verdict, GM_VERDICT_DOES_NOT_FIT);
     }
@@ -740,13 +751,23 @@ static void test_failure_reads_own_pool_and_stream(void **state)
     assert_int_equal(held.reserved, 132 * GM_MIB);
     assert_int_equal(held.allocated, s.allocated_bytes[GM_ALLOC_STAT_ALL].current);
     assert_int_equal(held.largest_free, 18 * GM_MIB);
+    /* and the segment that holds it: 30 MiB, 12 MiB of it in use */
+    assert_int_equal(held.segment, 30 * GM_MIB);
+    assert_int_equal(held.segment_live, 12 * GM_MIB);
+    assert_int_equal(held.segment_addr, keep0);
     est_alloc_at_failure(a, 7, 200 * GM_MIB, &held);
     assert_int_equal(held.largest_free, 88 * GM_MIB);
+    assert_int_equal(held.segment, 100 * GM_MIB);
+    assert_int_equal(held.segment_live, 12 * GM_MIB);
     est_alloc_at_failure(a, 0, GM_MIB, &held);
     assert_int_equal(held.largest_free, 1536 * GM_KIB);
-    /* no small segment on stream 7 */
+    assert_int_equal(held.segment, 2 * GM_MIB);
+    assert_int_equal(held.segment_live, 512 * GM_KIB);
+    /* no small segment on stream 7: no block, no segment */
     est_alloc_at_failure(a, 7, GM_MIB, &held);
     assert_int_equal(held.largest_free, 0);
+    assert_int_equal(held.segment, 0);
+    assert_int_equal(held.segment_live, 0);
     gm_alloc_free(a);
 }
 
