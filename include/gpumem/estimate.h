@@ -937,6 +937,12 @@ struct gm_est_replay {
          * bytes reserved (segments that hold an allocated block stay), bytes in allocated
          * blocks, and the largest free block of the request's pool on its stream */
         uint64_t reserved, allocated, largest_free;
+        /* the segment that holds that largest free block: its bytes, the bytes in use in
+         * it, and of those the largest tensor of a component: its kind (GM_KIND__COUNT:
+         * only temporaries of the step) and its layer (1..L; 0: none or not a layer's) */
+        uint64_t segment, segment_live, pin_bytes;
+        enum gm_est_kind pin_kind;
+        unsigned pin_layer;
     } failed;
     /* --loss fused --loss-impl unsloth (gm_job_memory.loss_cache_block): the fp32 logits-sized
      * block the replay keeps in the cache beside the loss's own, measured on fms-acceleration's

@@ -365,6 +365,10 @@ bool est_replay_failed_on_layout(const struct gm_est_replay *r);
  * pool (small: at most 1 MiB) on its own stream (0 when the walk ran out of memory). */
 struct est_alloc_failure {
     uint64_t reserved, allocated, largest_free;
+    /* the segment that holds the largest free block: where it starts, its bytes and the
+     * bytes of the blocks in use in it (what keeps it from being freed or used whole);
+     * all 0 where no free block was found */
+    uint64_t segment_addr, segment, segment_live;
 };
 struct gm_alloc;
 void est_alloc_at_failure(const struct gm_alloc *a, int64_t stream, uint64_t bytes,

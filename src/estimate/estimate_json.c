@@ -338,6 +338,14 @@ static void json_estimate(struct gm_json *w, const struct gm_estimate *e)
             gm_json_kv_u64(w, "allocated_bytes", r->failed.allocated);
             gm_json_kv_u64(w, "largest_free_block_bytes", r->failed.largest_free);
             gm_json_kv_bool(w, "fragmentation", est_replay_failed_on_layout(r));
+            gm_json_kv_u64(w, "largest_free_segment_bytes", r->failed.segment);
+            gm_json_kv_u64(w, "largest_free_segment_live_bytes", r->failed.segment_live);
+            if (r->failed.pin_kind != GM_KIND__COUNT) {
+                gm_json_kv_str(w, "largest_free_segment_holder",
+                               gm_est_kind_name(r->failed.pin_kind));
+                gm_json_kv_u64(w, "largest_free_segment_holder_bytes", r->failed.pin_bytes);
+                gm_json_kv_u64(w, "largest_free_segment_holder_layer", r->failed.pin_layer);
+            }
             gm_json_end_object(w);
         }
         gm_json_key(w, "reserved_by_stream_bytes");

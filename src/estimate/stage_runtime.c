@@ -498,6 +498,23 @@ static void replay_note(struct gm_estimate *e, bool floor_binds)
                    (double)r->failed.largest_free / (double)GM_GIB,
                    est_replay_failed_on_layout(r) ? "room enough, not in one block (fragmentation)"
                                                   : "more in use than the GPU holds");
+        if (est_replay_failed_on_layout(r) && r->failed.segment && r->failed.segment_live) {
+            char pin[96] = "temporaries of the step";
+            if (r->failed.pin_kind != GM_KIND__COUNT) {
+                char of[24] = "";
+                if (r->failed.pin_layer)
+                    snprintf(of, sizeof of, ", layer %u", r->failed.pin_layer);
+                snprintf(pin, sizeof pin, "the largest: %.2f GiB of %s%s",
+                         (double)r->failed.pin_bytes / (double)GM_GIB,
+                         gm_est_kind_name(r->failed.pin_kind), of);
+            }
+            est_assume(
+                e,
+                "step replay: that block lies in a %.2f GiB segment held by %.2f GiB in use, "
+                "which keep it from being freed or used whole (%s)",
+                (double)r->failed.segment / (double)GM_GIB,
+                (double)r->failed.segment_live / (double)GM_GIB, pin);
+        }
     }
     if (r->loss_cache_block) /* measured, not read in code: said so (docs/estimate.md) */
         est_assume(e,

@@ -203,6 +203,14 @@ struct replay {
     const struct gm_est_component *failed_c; /* NULL: a temporary of the step */
     /* what the allocator kept then (request_failed()) */
     uint64_t fail_reserved, fail_allocated, fail_largest_free;
+    /* the segment of that largest free block, the bytes in use in it, and its largest tensor
+     * of a component (pin_c NULL: temporaries only; pin_unit its unit) */
+    uint64_t fail_segment, fail_segment_live, fail_pin_bytes;
+    const struct gm_est_component *fail_pin_c;
+    size_t fail_pin_unit;
+    /* the run's plans (run_prepared(); NULL in a prepared replay and its memo key) */
+    const struct plan *plans;
+    size_t n_plans;
 };
 
 static void on_segment(void *ctx, enum gm_alloc_event_kind kind, uint64_t addr, uint64_t size,
@@ -269,11 +277,13 @@ static void live_dec(struct replay *r, enum gm_est_stream stream, uint64_t bytes
     request_trace(r, false, bytes);
 }
 
-/* The largest free block of one pool on one stream (gm_alloc_segments()). */
+/* The largest free block of one pool on one stream (gm_alloc_segments()), and the segment
+ * that holds it: where it starts, its bytes, the bytes in use in it. */
 struct largest_free {
     int64_t stream;
     bool small;
     uint64_t bytes;
+    uint64_t seg_addr, seg_bytes, seg_live;
 };
 
 static enum gm_status largest_free_block(void *ctx, const struct gm_alloc_segment_info *seg,
@@ -281,11 +291,23 @@ static enum gm_status largest_free_block(void *ctx, const struct gm_alloc_segmen
 {
     struct largest_free *f = ctx;
     (void)err;
+    uint64_t live = 0;
+    bool here = false;
     if (seg->stream != f->stream || seg->is_small != f->small)
         return GM_OK;
-    for (size_t i = 0; i < seg->n_blocks; i++)
-        if (seg->blocks[i].state == GM_ALLOC_BLOCK_INACTIVE && seg->blocks[i].size > f->bytes)
+    for (size_t i = 0; i < seg->n_blocks; i++) {
+        if (seg->blocks[i].state != GM_ALLOC_BLOCK_INACTIVE)
+            live += seg->blocks[i].size;
+        else if (seg->blocks[i].size > f->bytes) {
             f->bytes = seg->blocks[i].size;
+            here = true;
+        }
+    }
+    if (here) {
+        f->seg_addr = seg->addr;
+        f->seg_bytes = seg->size;
+        f->seg_live = live;
+    }
     return GM_OK;
 }
 
@@ -306,9 +328,14 @@ void est_alloc_at_failure(const struct gm_alloc *a, int64_t stream, uint64_t byt
     out->allocated = s.allocated_bytes[GM_ALLOC_STAT_ALL].current;
     f.stream = stream;
     f.small = bytes <= GM_ALLOC_SMALL_SIZE;
-    f.bytes = 0;
+    f.bytes = f.seg_addr = f.seg_bytes = f.seg_live = 0;
     /* out of memory for the walk: the largest free block stays unknown (0) */
-    out->largest_free = gm_alloc_segments(a, largest_free_block, &f, NULL) == GM_OK ? f.bytes : 0;
+    if (gm_alloc_segments(a, largest_free_block, &f, NULL) != GM_OK)
+        f.bytes = f.seg_addr = f.seg_bytes = f.seg_live = 0;
+    out->largest_free = f.bytes;
+    out->segment_addr = f.seg_addr;
+    out->segment = f.seg_bytes;
+    out->segment_live = f.seg_live;
 }
 
 /* A request of 'bytes' on 'stream' failed on the capacity: r->failed as the step stood, with
@@ -325,6 +352,22 @@ static void request_failed(struct replay *r, int64_t stream, uint64_t bytes,
     r->fail_reserved = held.reserved;
     r->fail_allocated = held.allocated;
     r->fail_largest_free = held.largest_free;
+    r->fail_segment = held.segment;
+    r->fail_segment_live = held.segment_live;
+    r->fail_pin_bytes = 0;
+    r->fail_pin_c = NULL;
+    r->fail_pin_unit = 0;
+    /* the tensors of the components that lie in that segment: the largest names what holds it */
+    for (size_t i = 0; held.segment && i < r->n_plans; i++) {
+        const struct plan *p = &r->plans[i];
+        for (size_t k = 0; k < p->n_units * p->per_unit; k++)
+            if (p->addr[k] >= held.segment_addr && p->addr[k] - held.segment_addr < held.segment &&
+                p->size[k] > r->fail_pin_bytes) {
+                r->fail_pin_bytes = p->size[k];
+                r->fail_pin_c = p->c;
+                r->fail_pin_unit = k / p->per_unit;
+            }
+    }
 }
 
 static void t_alloc(struct replay *r, struct plan *p, size_t slot, uint64_t bytes)
@@ -1691,6 +1734,8 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
         return GM_OK;
     r.err = err;
     r.where.pass = pass;
+    r.plans = NULL;
+    r.n_plans = 0;
     r.loss_block_segment =
         r.loss_block ? gm_alloc_segment_size(gm_alloc_round_size(&pr->conf, r.loss_block)) : 0;
     /* arrays the kept model's runs share: fresh ones would be fresh pages each run */
@@ -1706,6 +1751,8 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
     for (size_t i = 0; i < pr->slots; i++)
         k->blk[i] = NULL;
     memcpy(pl, pr->pl, n * sizeof(*pl));
+    r.plans = pl;
+    r.n_plans = n;
     for (size_t i = 0; i < n; i++) {
         pl[i].addr = mem + off;
         pl[i].size = mem + pr->slots + off;
@@ -1812,6 +1859,15 @@ static enum gm_status run_prepared(const struct prepared *pr, uint64_t capacity,
         out->failed.reserved = r.fail_reserved;
         out->failed.allocated = r.fail_allocated;
         out->failed.largest_free = r.fail_largest_free;
+        out->failed.segment = r.fail_segment;
+        out->failed.segment_live = r.fail_segment_live;
+        out->failed.pin_bytes = r.fail_pin_bytes;
+        out->failed.pin_kind = r.fail_pin_c ? r.fail_pin_c->kind : GM_KIND__COUNT;
+        out->failed.pin_layer = r.fail_pin_c && r.fail_pin_unit >= 1 &&
+                                        r.fail_pin_unit <= r.layers &&
+                                        r.fail_pin_c->extent == GM_EXTENT_ALL_LAYERS
+                                    ? (unsigned)r.fail_pin_unit
+                                    : 0;
     }
     out->wrap = r.fsdp1_wrap;
     out->wrap_synced = r.fsdp1_wrap && r.sync_states;
@@ -1874,6 +1930,7 @@ static uint8_t *memo_key(const struct prepared *pr, size_t *len)
     r.trace_ctx = NULL;
     r.req_trace = NULL;
     r.req_trace_ctx = NULL;
+    r.plans = NULL;
     memcpy(k, &r, sizeof r);
     k += sizeof r;
     for (size_t i = 0; i < pr->n; i++) {

@@ -691,6 +691,17 @@ static void test_failed_request_layout(void **state)
             assert_true(r->failed.largest_free > 0);
             assert_int_equal(r->failed.kind, GM_KIND_LOGITS);
             assert_true(r->failed.step >= 1);
+            /* the segment of the largest free block would hold the request whole: what keeps
+             * it is a block in use inside it, the last layer's output (the final norm's
+             * input, kept for the backward) that the second step's forward placed behind
+             * that layer's temporaries in the segment the first step's shifted fp32 logits
+             * left cached */
+            assert_true(r->failed.segment >= r->failed.request);
+            assert_true(r->failed.segment_live > 0);
+            assert_true(r->failed.largest_free + r->failed.segment_live <= r->failed.segment);
+            assert_int_equal(r->failed.pin_kind, GM_KIND_ACTIVATIONS);
+            assert_int_equal(r->failed.pin_layer, 32); /* Mistral-7B has 32 layers: the last */
+            assert_true(r->failed.pin_bytes <= r->failed.segment_live);
         }
         assert_int_equal(est->fit.verdict, GM_VERDICT_DOES_NOT_FIT);
     }
@@ -740,14 +751,72 @@ static void test_failure_reads_own_pool_and_stream(void **state)
     assert_int_equal(held.reserved, 132 * GM_MIB);
     assert_int_equal(held.allocated, s.allocated_bytes[GM_ALLOC_STAT_ALL].current);
     assert_int_equal(held.largest_free, 18 * GM_MIB);
+    /* and the segment that holds it: 30 MiB, 12 MiB of it in use */
+    assert_int_equal(held.segment, 30 * GM_MIB);
+    assert_int_equal(held.segment_live, 12 * GM_MIB);
+    assert_int_equal(held.segment_addr, keep0);
     est_alloc_at_failure(a, 7, 200 * GM_MIB, &held);
     assert_int_equal(held.largest_free, 88 * GM_MIB);
+    assert_int_equal(held.segment, 100 * GM_MIB);
+    assert_int_equal(held.segment_live, 12 * GM_MIB);
     est_alloc_at_failure(a, 0, GM_MIB, &held);
     assert_int_equal(held.largest_free, 1536 * GM_KIB);
-    /* no small segment on stream 7 */
+    assert_int_equal(held.segment, 2 * GM_MIB);
+    assert_int_equal(held.segment_live, 512 * GM_KIB);
+    /* no small segment on stream 7: no block, no segment */
     est_alloc_at_failure(a, 7, GM_MIB, &held);
     assert_int_equal(held.largest_free, 0);
+    assert_int_equal(held.segment, 0);
+    assert_int_equal(held.segment_live, 0);
     gm_alloc_free(a);
+}
+
+/* Bytes live where each replayed step begins and ends (pass 0; est_run_requests()). */
+struct step_bounds {
+    bool seen[4];
+    uint64_t begin[4], end[4];
+};
+
+static void step_bound(void *ctx, const struct est_replay_request *rq)
+{
+    struct step_bounds *t = ctx;
+    uint64_t before = rq->alloc ? rq->live - rq->bytes : rq->live + rq->bytes;
+    if (rq->pass || rq->step >= 4)
+        return;
+    if (!t->seen[rq->step]) {
+        t->seen[rq->step] = true;
+        t->begin[rq->step] = before;
+    }
+    t->end[rq->step] = rq->live;
+}
+
+/* A step frees every tensor it makes but the state it creates lazily (the first step's
+ * optimizer state, the cuBLAS workspaces): the second step ends with exactly the bytes live
+ * it began with, on the fms Liger row 116 job at 8 per GPU (which fits).  So at the start of
+ * the next step every segment without a persistent tensor is one free block, and the
+ * backward's order reaches the next step only through segments it makes or gives back
+ * (docs/estimate.md, "Replay at capacity: what holds the failing request"). */
+static void test_step_ends_with_what_it_began(void **state)
+{
+    static struct step_bounds t;
+    struct gm_job j;
+    struct gm_error err;
+    (void)state;
+    memset(&t, 0, sizeof t);
+    job_make("mistral-7b",
+             "--train --batch 8 --seq 4096 --grad-checkpointing full --transformers-version "
+             "4.45.2 --gpu A100-80GB --qlora --lora-rank 16 --lora-targets q,k,v,o "
+             "--lora-dropout 0.1 --adapter-dtype fp32 --no-fp32-upcast --loss fused "
+             "--loss-impl unsloth --fused-kernels rms_norm,rope,lora",
+             &j);
+    if (est_run_requests(&j, &est, step_bound, &t, &err) != GM_OK)
+        fail_msg("%s", err.msg);
+    assert_false(est->replay.oom);
+    assert_true(t.seen[0] && t.seen[1]);
+    /* the first step leaves its lazily created state live */
+    assert_true(t.end[0] > t.begin[0]);
+    assert_int_equal(t.begin[1], t.end[0]);
+    assert_int_equal(t.end[1], t.begin[1]);
 }
 
 /* What a segment trace sums to, per pass, and what the loss takes. */
@@ -1323,6 +1392,7 @@ int main(void)
         cmocka_unit_test(test_failed_request_named),
         cmocka_unit_test(test_failed_request_layout),
         cmocka_unit_test(test_failure_reads_own_pool_and_stream),
+        cmocka_unit_test(test_step_ends_with_what_it_began),
         cmocka_unit_test(test_alloc_conf_reaches_the_replay),
         cmocka_unit_test(test_where_it_does_not_apply),
         cmocka_unit_test(test_segment_trace),
