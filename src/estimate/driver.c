@@ -27,7 +27,7 @@ static const est_stage_fn stages[] = {
 
 static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
                                struct gm_estimate *out, struct est_replay_memo **replays,
-                               bool probe, gm_est_segment_fn trace, void *trace_ctx,
+                               enum est_reads reads, gm_est_segment_fn trace, void *trace_ctx,
                                est_request_fn req_trace, void *req_ctx, struct gm_error *err)
 {
     struct est_ctx cx;
@@ -44,7 +44,7 @@ static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
     cx.req_trace = req_trace;
     cx.req_trace_ctx = req_ctx;
     cx.replays = replays;
-    cx.probe = probe;
+    cx.reads = reads;
     for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
         if ((st = stages[i](&cx, err)) != GM_OK)
             return st;
@@ -53,11 +53,11 @@ static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
     return GM_OK;
 }
 
-/* The point estimate, then (with 'ends') the two ends of the range and the verdict over
+/* The point estimate, then (when everything is read) the two ends of the range and the verdict over
  * it. */
-static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *out, bool ends,
-                                 gm_est_segment_fn fn, void *ctx, est_request_fn req_fn,
-                                 void *req_ctx, struct gm_error *err)
+static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *out,
+                                 enum est_reads reads, gm_est_segment_fn fn, void *ctx,
+                                 est_request_fn req_fn, void *req_ctx, struct gm_error *err)
 {
     struct gm_job j = *job;
     struct gm_est_store *store = out->store;
@@ -68,30 +68,36 @@ static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *o
     out->mode = j.mode;
     if ((st = gm_job_check(&j, err)) != GM_OK)
         return st;
-    if ((st = run_once(&j, EST_POINT, out, &store->replays, !ends, fn, ctx, req_fn, req_ctx,
+    if ((st = run_once(&j, EST_POINT, out, &store->replays, reads, fn, ctx, req_fn, req_ctx,
                        err)) != GM_OK ||
-        !ends)
+        reads != EST_READS_ALL)
         return st;
     for (size_t k = 0; k < 2; k++)
         if (!store->ends[k] && !(store->ends[k] = est_new()))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     /* the ends run the same stages on the same job: they fail only where the point does */
-    if ((st = run_once(&j, EST_LOW, store->ends[0], &store->replays, false, NULL, NULL, NULL, NULL,
-                       err)) == GM_OK &&
-        (st = run_once(&j, EST_HIGH, store->ends[1], &store->replays, false, NULL, NULL, NULL, NULL,
-                       err)) == GM_OK)
+    if ((st = run_once(&j, EST_LOW, store->ends[0], &store->replays, EST_READS_ALL, NULL, NULL,
+                       NULL, NULL, err)) == GM_OK &&
+        (st = run_once(&j, EST_HIGH, store->ends[1], &store->replays, EST_READS_ALL, NULL, NULL,
+                       NULL, NULL, err)) == GM_OK)
         est_judge_range(out, store->ends[0], store->ends[1]);
     return st;
 }
 
 enum gm_status est_rerun(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err)
 {
-    return run_traced(job, e, true, NULL, NULL, NULL, NULL, err);
+    return run_traced(job, e, EST_READS_ALL, NULL, NULL, NULL, NULL, err);
 }
 
 enum gm_status est_run_point(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err)
 {
-    return run_traced(job, e, false, NULL, NULL, NULL, NULL, err);
+    return run_traced(job, e, EST_READS_FIGURES, NULL, NULL, NULL, NULL, err);
+}
+
+enum gm_status est_run_verdict(const struct gm_job *job, struct gm_estimate *e,
+                               struct gm_error *err)
+{
+    return run_traced(job, e, EST_READS_VERDICT, NULL, NULL, NULL, NULL, err);
 }
 
 enum gm_status gm_estimate_run(const struct gm_job *job, struct gm_estimate **out,
@@ -105,7 +111,7 @@ enum gm_status gm_estimate_run_traced(const struct gm_job *job, struct gm_estima
 {
     if (!*out && !(*out = est_new()))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
-    return run_traced(job, *out, true, fn, ctx, NULL, NULL, err);
+    return run_traced(job, *out, EST_READS_ALL, fn, ctx, NULL, NULL, err);
 }
 
 enum gm_status est_run_requests(const struct gm_job *job, struct gm_estimate **out,
@@ -113,7 +119,7 @@ enum gm_status est_run_requests(const struct gm_job *job, struct gm_estimate **o
 {
     if (!*out && !(*out = est_new()))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
-    return run_traced(job, *out, true, NULL, NULL, fn, ctx, err);
+    return run_traced(job, *out, EST_READS_ALL, NULL, NULL, fn, ctx, err);
 }
 
 static void keep_segment(void *ctx, const struct gm_est_replay_segment *seg)

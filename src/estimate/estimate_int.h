@@ -118,6 +118,15 @@ enum gm_status est_run_requests(const struct gm_job *job, struct gm_estimate **o
                                 est_request_fn fn, void *ctx, struct gm_error *err);
 
 /* What the stages share for one run. */
+/* What the caller of a run reads of it: a probe reads less, so the run may do less. */
+enum est_reads {
+    EST_READS_ALL,     /* everything (gm_estimate_run() and the ends of its range) */
+    EST_READS_FIGURES, /* the point estimate's figures and verdict (est_run_point()) */
+    /* the verdict alone, fit.fits (est_run_verdict()); the figures of a job that does not fit
+     * may be bounds (est_step_replay()) */
+    EST_READS_VERDICT,
+};
+
 struct est_ctx {
     const struct gm_job *job;     /* resolved: derived defaults filled in */
     const struct gm_model *m;     /* job->model.model, may be NULL */
@@ -140,7 +149,7 @@ struct est_ctx {
     void *req_trace_ctx;
     struct est_replay_memo **replays; /* step replays already run (the point estimate's, shared
                                          with the ends of its range) */
-    bool probe; /* est_run_point(): only the figures and the verdict are read */
+    enum est_reads reads;             /* what the caller reads of the run */
 };
 
 /* ---- uncertain.c: the assumptions that spread the range ---- */
@@ -192,8 +201,14 @@ enum gm_status est_rerun(const struct gm_job *job, struct gm_estimate *e, struct
 /* The point estimate alone into 'e' (a third of est_rerun's work): its fit is the one
  * searches and suggestions judge by; no range, no verdict over it. */
 enum gm_status est_run_point(const struct gm_job *job, struct gm_estimate *e, struct gm_error *err);
+/* est_run_point() for a caller that reads fit.fits alone: where the job does not fit, the
+ * other figures may be less than est_run_point()'s (a replay stopped at the capacity). */
+enum gm_status est_run_verdict(const struct gm_job *job, struct gm_estimate *e,
+                               struct gm_error *err);
 /* gm_estimate_search() probing with the point estimate alone; with 'shown', 'e' then holds
- * the full estimate (range and verdict) at the value shown, else whatever it last ran. */
+ * the full estimate (range and verdict) at the value shown; without, only res->value,
+ * shown and hit_limit are set (the probes judge by the verdict alone, est_run_verdict()),
+ * and 'e' holds whatever it last ran. */
 enum gm_status est_search(const struct gm_job *job, enum gm_search what, struct gm_est_search *res,
                           struct gm_estimate *e, bool shown, struct gm_error *err);
 

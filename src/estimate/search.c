@@ -37,18 +37,18 @@ void est_search_job(const struct gm_job *job, enum gm_search what, uint64_t v, s
 
 /* The point estimate at 'v' into 'out' (its verdict is the one a search goes by); a value
  * that does not fit leaves its verdict in 'res' (the one just past the answer is the last of
- * them: what binds). */
+ * them: what binds), unless only the verdict is read ('verdict': est_run_verdict()). */
 static enum gm_status fits_at(const struct gm_job *job, enum gm_search what, uint64_t v,
-                              struct gm_estimate *out, bool *fits, struct gm_est_search *res,
-                              struct gm_error *err)
+                              bool verdict, struct gm_estimate *out, bool *fits,
+                              struct gm_est_search *res, struct gm_error *err)
 {
     struct gm_job t;
     enum gm_status st;
     est_search_job(job, what, v, &t);
-    if ((st = est_run_point(&t, out, err)) != GM_OK)
+    if ((st = verdict ? est_run_verdict(&t, out, err) : est_run_point(&t, out, err)) != GM_OK)
         return st;
     *fits = out->fit.fits;
-    if (!*fits) {
+    if (!*fits && !verdict) {
         res->limited_by = out->fit.reason;
         snprintf(res->limit_text, sizeof res->limit_text, "%s", out->fit.text);
     }
@@ -90,7 +90,7 @@ enum gm_status est_search(const struct gm_job *job, enum gm_search what, struct 
     res->limit = limit;
     hi = first;
     for (;;) {
-        if ((st = fits_at(job, what, hi, e, &fits, res, err)) != GM_OK)
+        if ((st = fits_at(job, what, hi, !shown, e, &fits, res, err)) != GM_OK)
             return st;
         if (!fits)
             break;
@@ -104,7 +104,7 @@ enum gm_status est_search(const struct gm_job *job, enum gm_search what, struct 
     if (!hit && lo) {
         while (hi - lo > 1) {
             uint64_t mid = lo + (hi - lo) / 2;
-            if ((st = fits_at(job, what, mid, e, &fits, res, err)) != GM_OK)
+            if ((st = fits_at(job, what, mid, !shown, e, &fits, res, err)) != GM_OK)
                 return st;
             if (fits)
                 lo = mid;

@@ -2013,7 +2013,7 @@ static enum gm_status replay_at(struct est_ctx *cx, const struct prepared *pr, c
  * allocator reads the device's size only for expandable segments).  With more bytes live at
  * once than the capacity (allocated_peak: blocks, at least the bytes asked for), the limited
  * replay runs out of memory for certain; what it reserves is free_run's, only how many
- * retries came first is unknown, and a probe (est_run_point) does not ask. */
+ * retries came first is unknown, and a probe (est_run_point()) does not ask. */
 static bool settled_by_free_run(const struct est_ctx *cx, const struct prepared *pr,
                                 const struct gm_est_replay *free_run, uint64_t capacity,
                                 struct gm_est_replay *out)
@@ -2025,7 +2025,7 @@ static bool settled_by_free_run(const struct est_ctx *cx, const struct prepared 
         out->capacity_bytes = capacity;
         return true;
     }
-    if (cx->probe && free_run->allocated_peak > capacity) {
+    if (cx->reads != EST_READS_ALL && free_run->allocated_peak > capacity) {
         *out = *free_run;
         out->capacity_bytes = capacity;
         out->retries = 0;
@@ -2055,6 +2055,31 @@ enum gm_status est_step_replay(struct est_ctx *cx, uint64_t capacity, struct gm_
     /* a traced run reports every segment as it is made: it always runs, limited first */
     if (!cx->trace && !cx->req_trace && cx->replays && pr.n)
         key = memo_key(&pr, &len);
+    /* Only the verdict read: the replay at the capacity answers it alone.  One that never
+     * runs out of memory is the answer (the one without the limit would be the same run
+     * where it stays below the capacity, or run out of memory where it does not).  One that
+     * runs out of memory does not fit: without the limit it reserves more than the capacity
+     * (below it all along, the device would never have refused), and that lower bound is all
+     * it says, where an estimate would run the replay without the limit for its figures.
+     * Expandable segments read the device's size: not the same run (settled_by_free_run()).
+     * Where the replay without the limit is remembered, that one answers below. */
+    if (capacity && cx->reads == EST_READS_VERDICT && !pr.conf.expandable_segments &&
+        !(key && memo_find(*cx->replays, key, len, 0))) {
+        st = replay_at(cx, &pr, key, len, capacity, 0, out, err);
+        if (st == GM_OK && out->oom && out->reserved_peak <= capacity)
+            out->reserved_peak = gm_add_sat(capacity, 1);
+        goto out_free;
+    }
+    /* remembered at the capacity (run for a verdict) without running out of memory, the
+     * replay is the answer: the one below that would run it again, or run the one without
+     * the limit where that is the same run */
+    if (key && capacity) {
+        const struct gm_est_replay *seen = memo_find(*cx->replays, key, len, capacity);
+        if (seen && !seen->oom) {
+            *out = *seen;
+            goto out_free;
+        }
+    }
     /* remembered, the replay without the limit is the cheap one to ask first */
     if (key && capacity) {
         if ((st = replay_at(cx, &pr, key, len, 0, 1, &free_run, err)) != GM_OK)

@@ -298,7 +298,7 @@ static bool c_micro_batch(const struct sugg_ctx *sx, struct change *c)
             continue;
         put_u64(&t, EST_SET_BATCH, d);
         put_u64(&t, EST_SET_GRAD_ACCUM, j->workload.grad_accum * (b / d));
-        if (apply(j, &t, &a) && est_run_point(&a, sx->scratch, NULL) == GM_OK &&
+        if (apply(j, &t, &a) && est_run_verdict(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             pick = d;
             break;
@@ -600,7 +600,7 @@ static bool c_more_tp(const struct sugg_ctx *sx, struct change *c)
             continue;
         put_u64(&tc, EST_SET_TP, t);
         put_u64(&tc, EST_SET_GPUS, t * replicas);
-        if (!apply(j, &tc, &a) || est_run_point(&a, sx->scratch, NULL) != GM_OK)
+        if (!apply(j, &tc, &a) || est_run_verdict(&a, sx->scratch, NULL) != GM_OK)
             continue;
         pick = t;
         if (sx->scratch->fit.fits)
@@ -630,7 +630,7 @@ static bool c_larger_gpu(const struct sugg_ctx *sx, struct change *c)
         put_unset(&t, EST_SET_GPU_MEMORY);
         if (est_given(j, EST_SET_GPU_MEMORY))
             t.trade = "a larger GPU, at its own total (without --gpu-memory)";
-        if (apply(j, &t, &a) && est_run_point(&a, sx->scratch, NULL) == GM_OK &&
+        if (apply(j, &t, &a) && est_run_verdict(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits) {
             *c = t;
             return true;
@@ -656,14 +656,14 @@ static bool llamacpp_host(const struct sugg_ctx *sx, struct change *c, enum est_
     /* 'lo' layers to host memory do not make it fit, 'hi' do (-ngl keeps L - hi) */
     hi = moe ? L : L - 1;
     put_u64(&t, id, moe ? hi : L - hi);
-    if (!apply(j, &t, &a) || est_run_point(&a, sx->scratch, NULL) != GM_OK ||
+    if (!apply(j, &t, &a) || est_run_verdict(&a, sx->scratch, NULL) != GM_OK ||
         !sx->scratch->fit.fits)
         return false;
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
         memset(&t, 0, sizeof t);
         put_u64(&t, id, moe ? mid : L - mid);
-        if (apply(j, &t, &a) && est_run_point(&a, sx->scratch, NULL) == GM_OK &&
+        if (apply(j, &t, &a) && est_run_verdict(&a, sx->scratch, NULL) == GM_OK &&
             sx->scratch->fit.fits)
             hi = mid;
         else
@@ -849,7 +849,7 @@ static bool all_at_once_fits(const struct sugg_ctx *sx, unsigned below)
             continue;
         cur = a;
     }
-    return est_run_point(&cur, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits;
+    return est_run_verdict(&cur, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits;
 }
 
 /* A combination on the GPUs the job has, cheapest first: the cheapest change that helps is
@@ -946,7 +946,7 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
                 if (pass == 0 ? candidates[from[i]].rank <= 1 && i + 1 < n_applied : i == k)
                     keep[i] = false;
             if (apply_kept(sx->job, applied, n_applied, keep, &t) &&
-                est_run_point(&t, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits) {
+                est_run_verdict(&t, sx->scratch, NULL) == GM_OK && sx->scratch->fit.fits) {
                 fit_device = sx->scratch->fit.device_bytes;
                 fit_reason = sx->scratch->fit.reason;
                 fit_paged = sx->scratch->fit.paged_bytes;

@@ -13,9 +13,9 @@
  * mask's segment and three copies), and its layer inputs then take those blocks;
  * near the capacity the allocator frees its cache and retries, and a job that cannot fit is
  * judged so; a replay remembered or answered from the one without a limit is the replay
- * run; where the replay does not apply (inference, engines, --fragmentation given,
- * pipeline stages) the factor rule stays; the segment trace hands over every segment the
- * replay takes. */
+ * run; a probe of the verdict alone stops at the capacity; where the replay does not apply
+ * (inference, engines, --fragmentation given, pipeline stages) the factor rule stays; the segment
+ * trace hands over every segment the replay takes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -465,6 +465,55 @@ static void test_remembered_replay_is_the_replay(void **state)
     }
     gm_estimate_free(traced);
     gm_estimate_free(plain);
+}
+
+/* A probe that reads the verdict alone (est_run_verdict()) judges by the replay at the
+ * capacity: with room to spare and with the cache freed and retried it is the probe of
+ * est_run_point() field by field; out of memory it stops at the failing request, without
+ * the replay without the limit (fewer requests than est_run_point()'s replay), and still
+ * does not fit.  A probe for the figures after it answers from the remembered limited replay
+ * where that fitted, and is again est_run_point()'s on a fresh estimate. */
+static void test_verdict_from_the_limited_replay(void **state)
+{
+    const char *job = "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16";
+    struct gm_estimate *verdict, *point;
+    uint64_t allocated, reserved, outside, gib[3];
+    char settings[256];
+    (void)state;
+    run("llama-3.2-1b", job, &est);
+    allocated = est->peak_allocated_bytes;
+    reserved = est->replay.reserved_peak;
+    outside = est->device_bytes - est->peak_reserved_bytes;
+    gib[0] = (reserved + outside) * 2;                               /* room to spare */
+    gib[1] = allocated + (reserved - allocated) / 50 * 49 + outside; /* retries */
+    gib[2] = allocated - allocated / 20 + outside;                   /* out of memory */
+    for (size_t k = 0; k < 3; k++) {
+        struct gm_job j;
+        snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
+                 (unsigned long long)(gib[k] >> 20));
+        job_make("llama-3.2-1b", settings, &j);
+        verdict = est_new();
+        point = est_new();
+        assert_non_null(verdict);
+        assert_non_null(point);
+        assert_int_equal(est_run_verdict(&j, verdict, NULL), GM_OK);
+        assert_int_equal(est_run_point(&j, point, NULL), GM_OK);
+        assert_int_equal(verdict->fit.fits, k < 2);
+        assert_int_equal(point->fit.fits, k < 2);
+        assert_int_equal(point->replay.retries > 0, k == 1); /* a probe counts none at OOM */
+        if (k < 2) {
+            assert_same_replay(verdict, point);
+        } else {
+            assert_true(verdict->replay.oom);
+            assert_true(verdict->replay.mallocs < point->replay.mallocs);
+            assert_true(verdict->device_bytes > verdict->fit.capacity_bytes);
+        }
+        /* the figures after the verdict, into the same estimate (its replays remembered) */
+        assert_int_equal(est_run_point(&j, verdict, NULL), GM_OK);
+        assert_same_replay(verdict, point);
+        gm_estimate_free(verdict);
+        gm_estimate_free(point);
+    }
 }
 
 /* A step that starts where the one before started is counted, not run; a traced replay
@@ -1386,6 +1435,7 @@ int main(void)
         cmocka_unit_test(test_inline_loss_fp32_backward),
         cmocka_unit_test(test_capacity_retry_and_oom),
         cmocka_unit_test(test_remembered_replay_is_the_replay),
+        cmocka_unit_test(test_verdict_from_the_limited_replay),
         cmocka_unit_test(test_settled_step_counted_as_run),
         cmocka_unit_test(test_replay_and_floor),
         cmocka_unit_test(test_floor_stops_at_the_capacity),
