@@ -374,7 +374,10 @@ static void test_totals_in_given_array(void **state)
         gm_lod_totals_end(&given);
         assert_int_equal(gm_lod_axis_keeps_x(&given.axis), timed);
         if (timed) {
+#if defined(__linux__) && !defined(GM_ARENA_MALLOC)
+            /* (a mapped array: the heap's realloc, under the sanitizers, may move it) */
             assert_ptr_equal(gm_lod_axis_x32(&given.axis), mem);
+#endif
             assert_memory_equal(gm_lod_axis_x32(&given.axis), gm_lod_axis_x32(&own.axis),
                                 N * sizeof(uint32_t));
         }
