@@ -169,6 +169,10 @@ struct work {
                               stk.v NULL: compute_phases reads them instead of the trace */
     uint64_t held;         /* bytes this device's analysis holds, against the memory limit */
     size_t n_timed;        /* events with a time_us */
+    /* stk's array once compute_phases has read it, when the totals are asked for: their x's
+     * are made in it (pages written once already, big.h), spare_bytes its capacity */
+    void *spare;
+    size_t spare_bytes;
 };
 
 /* What an allocation site (stack) does over the trace, for the input-batch rule. */
@@ -2711,10 +2715,16 @@ static uint64_t layout_bytes(const struct gm_layout_history *h)
            gm_budget_bytes(h->n_final_blocks, sizeof(*h->final_blocks));
 }
 
-/* The loader's stacks, read by compute_phases alone. */
+/* The loader's stacks, read by compute_phases alone: freed, or kept as w->spare for the
+ * totals' x's when they are asked for (the memory the totals hold is not counted). */
 static void release_stacks(struct work *w)
 {
     w->held -= (uint64_t)w->stk.cap * stk_elem(&w->stk);
+    if (w->priv->totals && !w->diff_only && w->stk.v && !w->spare) {
+        w->spare = w->stk.v;
+        w->spare_bytes = w->stk.cap * stk_elem(&w->stk);
+        memset(&w->stk, 0, sizeof(w->stk));
+    }
     stk_release(&w->stk);
 }
 
@@ -2818,10 +2828,13 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         goto out;
     /* the totals asked for, from the series' pass (none when out of memory: the report
      * walks the trace for them) */
-    if (priv->totals && n &&
-        gm_lod_totals_begin(&priv->totals[d], sd, w.n_timed, gm_lod_finest_buckets(n),
-                            tl.initial_bytes, tl.initial_reserved_bytes, NULL) == GM_OK)
-        w.totals = &priv->totals[d];
+    if (priv->totals && n) {
+        if (snap_lod_totals_begin_in(&priv->totals[d], sd, w.n_timed, gm_lod_finest_buckets(n),
+                                     tl.initial_bytes, tl.initial_reserved_bytes, w.spare,
+                                     w.spare_bytes, NULL) == GM_OK)
+            w.totals = &priv->totals[d];
+        w.spare = NULL; /* (the totals' now, or freed) */
+    }
     if ((st = build_series(&w, &tl, max_points, err)) != GM_OK)
         goto out;
     /* (none when out of memory: the report then sums them itself) */
@@ -2872,6 +2885,7 @@ out:
     gm_big_free(w.phase, n ? n : 1);
     drop_times(&w);
     release_stacks(&w);
+    gm_big_free(w.spare, w.spare_bytes);
     gm_big_free(w.free_of, w.cap_free_of * sizeof(uint32_t));
     gm_big_free(w.ooms, w.cap_oom * sizeof(int64_t));
     gm_snapshot_timeline_release(&tl);

@@ -23,12 +23,20 @@ struct gm_arena_chunk {
 #define CHUNK_MAX ((size_t)64 << 20)
 
 static _Thread_local long fail_after = -1;
+static _Thread_local bool fail_once; /* the failure turns injection off */
 static _Thread_local long n_calls;
 
 void gm_alloc_fail_after(long n)
 {
     fail_after = n;
+    fail_once = false;
     n_calls = 0;
+}
+
+void gm_alloc_fail_once_after(long n)
+{
+    gm_alloc_fail_after(n);
+    fail_once = n >= 0;
 }
 
 long gm_alloc_count(void)
@@ -41,8 +49,11 @@ bool gm_alloc_inject_failure(void)
     n_calls++;
     if (fail_after < 0)
         return false;
-    if (fail_after == 0)
+    if (fail_after == 0) {
+        if (fail_once)
+            fail_after = -1;
         return true;
+    }
     fail_after--;
     return false;
 }

@@ -22,7 +22,13 @@
  * 5.14 and later; elsewhere its pages fault in as they are written), not by a page fault per
  * 4 KiB page: on a later build machine (a Firecracker guest, Linux 6.18) writing 400 MB of
  * fresh memory one fault a page took 1.41 s, populated first 0.50 s; `gpumem snapshot peak`
- * of the 1 GB snapshot went 1.56 -> 1.38 s and categories 3.03 -> 2.0-2.4 s.  Since the
+ * of the 1 GB snapshot went 1.56 -> 1.38 s and categories 3.03 -> 2.0-2.4 s.  The first
+ * write of each populated page still costs there: 192 MB populated in 55-97 ms, then written
+ * one byte a 64 in 463-492 ms (9.4-10.0 us a 4 KiB page; unpopulated 18-20 us), written again
+ * in 12-21 ms (load 5-7); pages given back (a new mapping at a freed one's address, or
+ * MADV_DONTNEED) cost as much again (128 MB unpopulated: 0.72 s fresh, 0.73 and 0.77 s
+ * again).  So an array is best made in pages the process wrote before and still holds (the
+ * analysis's totals take the loader's stacks' array, snapshot_int.h).  Since the
  * whole capacity is then memory, a mapped array grows to what it needs rounded up to whole
  * 2 MiB units (vec.c, gm_big_room()), in place: its mapping reserves address space beyond
  * its capacity, up to the next power of two, that no page backs (big.c).  (Growing by a

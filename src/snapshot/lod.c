@@ -9,6 +9,7 @@
 #include "gpumem/lod.h"
 
 #include "base/big.h"
+#include "snapshot/snapshot_int.h"
 
 #include "gpumem/arena.h"
 
@@ -385,13 +386,26 @@ enum gm_status gm_lod_totals_begin(struct gm_lod_totals *t, const struct gm_snap
                                    size_t n_timed, unsigned n, uint64_t allocated,
                                    uint64_t reserved, struct gm_error *err)
 {
+    return snap_lod_totals_begin_in(t, dev, n_timed, n, allocated, reserved, NULL, 0, err);
+}
+
+enum gm_status snap_lod_totals_begin_in(struct gm_lod_totals *t,
+                                        const struct gm_snapshot_device *dev, size_t n_timed,
+                                        unsigned n, uint64_t allocated, uint64_t reserved,
+                                        void *mem, size_t mem_bytes, struct gm_error *err)
+{
     enum gm_status st;
     memset(t, 0, sizeof(*t));
     gm_lod_axis_init_counted(&t->axis, dev, n_timed);
     /* without room for the x's the axis keeps none and reads them from the trace (an array
-     * of 4 bytes an event: a mapping of its own, populated at once, base/big.h) */
-    if (t->axis.time)
-        t->axis.x32_ = gm_big_realloc(NULL, 0, t->axis.n_events * sizeof(*t->axis.x32_));
+     * of 4 bytes an event: a mapping of its own, populated at once, base/big.h; made in 'mem'
+     * when given, whose pages were written before: a page's first write is what costs, big.h) */
+    if (t->axis.time) {
+        t->axis.x32_ = gm_big_realloc(mem, mem_bytes, t->axis.n_events * sizeof(*t->axis.x32_));
+        if (t->axis.x32_)
+            mem = NULL;
+    }
+    gm_big_free(mem, mem_bytes);
     if ((st = gm_lod_init(&t->alloc, 0.0, t->axis.x_end, n, err)) != GM_OK ||
         (st = gm_lod_init(&t->res, 0.0, t->axis.x_end, n, err)) != GM_OK) {
         gm_lod_totals_release(t);

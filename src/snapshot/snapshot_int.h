@@ -165,6 +165,19 @@ const uint32_t *snap_fold_answers(const struct snap_fold *f, size_t first, size_
  * (snap_consumed_take()) may call this. */
 uint64_t *snap_fold_take_from_start(const struct gm_snapshot_device *d, uint64_t *bytes);
 
+/* ---- the totals' axis (lod.c) ---- */
+
+struct gm_lod_totals;
+
+/* gm_lod_totals_begin() whose kept x's, when the axis keeps them, are made in 'mem', an
+ * array of 'mem_bytes' capacity from gm_big_realloc() (NULL with 0: a new one) that the
+ * caller no longer reads: its pages, written before, are not faulted in again.  'mem' is
+ * the totals' or freed, on failure too. */
+enum gm_status snap_lod_totals_begin_in(struct gm_lod_totals *t,
+                                        const struct gm_snapshot_device *dev, size_t n_timed,
+                                        unsigned n, uint64_t allocated, uint64_t reserved,
+                                        void *mem, size_t mem_bytes, struct gm_error *err);
+
 /* ---- packed traces (events.c) ---- */
 
 /* What an event is written against: the fields of the event before. */

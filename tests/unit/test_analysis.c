@@ -3074,6 +3074,71 @@ static void test_first_pass_of_more_stacks_than_16_bits_equals_the_walk(void **s
     free(buf);
 }
 
+/* The first pass's consumer with one change: the allocation calls made while it takes the
+ * batch of events that holds the first stack id past 16 bits (where it widens its stacks)
+ * are counted, calls [widen_from, widen_to) of the load. */
+static const struct snap_consumer_ops *widen_real;
+static long widen_from = -1, widen_to = -1;
+
+static void widen_counted_events(void *state, const struct gm_snapshot_event *ev, size_t n)
+{
+    bool widens = false;
+    for (size_t i = 0; i < n && widen_from < 0; i++)
+        widens |= ev[i].stack >= 0x8000;
+    long before = gm_alloc_count();
+    widen_real->events(state, ev, n);
+    if (widens) {
+        widen_from = before;
+        widen_to = gm_alloc_count();
+    }
+}
+
+/* An allocation that fails while the load's first pass widens its stacks from 16 to 32 bits
+ * (write_many_stacks()) stops the first pass alone: the load goes on, and the analysis, which
+ * then walks the trace, gives what a second analysis of the same snapshot gives (which always
+ * walks); nothing the pass held is lost (ASan).  Each allocation made while the pass takes
+ * that batch of events fails in turn, it alone (the widening's among them). */
+static void test_first_pass_out_of_memory_while_widening_stacks(void **state)
+{
+    const struct gm_snapshot_consumer *pass = gm_analysis_first_pass_consumer();
+    struct snap_consumer_ops counted = *pass->ops;
+    struct gm_snapshot_consumer counting = {&counted, pass->ctx};
+    struct gm_snapshot_opts o;
+    struct gm_snapshot *s;
+    struct gm_error err;
+    size_t len, n_walked = 0;
+    char *buf;
+    (void)state;
+    write_many_stacks(&buf, &len);
+    memset(&o, 0, sizeof(o));
+    widen_real = pass->ops;
+    counted.events = widen_counted_events;
+    o.consumer = &counting;
+    gm_alloc_fail_after(-1); /* (counts from here) */
+    assert_int_equal(gm_snapshot_load_mem(buf, len, &o, &s, &err), GM_OK);
+    gm_snapshot_free(s);
+    assert_true(widen_from >= 0 && widen_to > widen_from);
+    o.consumer = pass;
+    for (long n = widen_from; n < widen_to; n++) {
+        struct gm_analysis *first, *walk;
+        gm_alloc_fail_once_after(n);
+        enum gm_status st = gm_snapshot_load_mem(buf, len, &o, &s, &err);
+        gm_alloc_fail_after(-1);
+        assert_int_equal(st, GM_OK); /* (the pass's failure is not the load's) */
+        assert_int_equal(gm_analysis_run(s, NULL, &first, &err), GM_OK);
+        assert_int_equal(gm_analysis_run(s, NULL, &walk, &err), GM_OK);
+        assert_int_equal(((const struct ana_priv *)walk->priv_)->n_first_pass_taken, 0);
+        n_walked += ((const struct ana_priv *)first->priv_)->n_first_pass_taken == 0;
+        analyses_equal(walk, first, true, "first pass out of memory while widening");
+        gm_analysis_free(first);
+        gm_analysis_free(walk);
+        gm_snapshot_free(s);
+    }
+    /* the pass stopped, at each failure */
+    assert_int_equal(n_walked, (size_t)(widen_to - widen_from));
+    free(buf);
+}
+
 /* On streams, frameless events in step ranges and frees, the first pass made while loading is
  * the one the analysis uses, and its results (documents and report page) are the walk's; under
  * a memory limit too small for it the analysis walks, with the same results.  The same with
@@ -3950,6 +4015,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_analysis_without_series_keeps_the_figures),
     cmocka_unit_test(test_first_pass_while_loading_equals_the_walk),
     cmocka_unit_test(test_first_pass_of_more_stacks_than_16_bits_equals_the_walk),
+    cmocka_unit_test(test_first_pass_out_of_memory_while_widening_stacks),
     cmocka_unit_test(test_first_pass_used_on_streams_and_step_ranges),
     cmocka_unit_test(test_first_pass_early_allocations_keep_their_streams),
     cmocka_unit_test(test_first_pass_after_a_long_batch_is_the_walk),

@@ -518,6 +518,29 @@ static void test_alloc_failure_injection(void **state)
     gm_buf_release(&b);
 }
 
+/* gm_alloc_fail_after(n) fails call n and every one after it; gm_alloc_fail_once_after(n)
+ * call n alone; both count the calls from 0. */
+static void test_alloc_failure_injection_once(void **state)
+{
+    void *p[4];
+    (void)state;
+    for (int once = 0; once < 2; once++) {
+        if (once)
+            gm_alloc_fail_once_after(1);
+        else
+            gm_alloc_fail_after(1);
+        for (int i = 0; i < 4; i++)
+            p[i] = gm_malloc(16);
+        assert_int_equal(gm_alloc_count(), 4);
+        gm_alloc_fail_after(-1);
+        assert_non_null(p[0]);
+        assert_null(p[1]);
+        assert_true(once ? p[2] && p[3] : !p[2] && !p[3]);
+        for (int i = 0; i < 4; i++)
+            gm_free(p[i]);
+    }
+}
+
 /* A big array keeps its bytes as it grows from the heap into a mapping of its own, grows
  * there, and shrinks back; every step can be failed by the allocation hook, leaving the
  * array as it was. */
@@ -1195,6 +1218,7 @@ int main(void)
         cmocka_unit_test(test_json_misuse),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_alloc_failure_injection),
+        cmocka_unit_test(test_alloc_failure_injection_once),
         cmocka_unit_test(test_big_array),
         cmocka_unit_test(test_big_grows_to_whole_units),
 #if defined(__linux__) && !defined(GM_ARENA_MALLOC)

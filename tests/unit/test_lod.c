@@ -13,7 +13,9 @@
 #include <cmocka.h>
 // clang-format on
 
+#include "base/big.h"
 #include "gpumem/lod.h"
+#include "snapshot/snapshot_int.h"
 
 #include <math.h>
 #include <string.h>
@@ -329,6 +331,63 @@ static void test_axis_timeline_equals_two_passes(void **state)
     assert_int_equal(kinds_seen, 63);
 }
 
+/* The totals' kept x's made in an array the caller gives (snap_lod_totals_begin_in(), big
+ * enough to be mapped, holding other bytes): they are made in it, in place, and are the ones
+ * of totals that make their own; where the axis keeps no x (an event without a time) the
+ * array is freed (ASan). */
+static void test_totals_in_given_array(void **state)
+{
+    enum { N = 300000 };
+    static struct gm_snapshot_event ev[N];
+    struct gm_snapshot_device d;
+    struct gm_error err;
+    (void)state;
+    for (size_t k = 0; k < N; k++) {
+        memset(&ev[k], 0, sizeof(ev[k]));
+        ev[k].action = k % 2 ? GM_ACTION_FREE_COMPLETED : GM_ACTION_ALLOC;
+        ev[k].addr = 0x100000 * (1 + k / 2 % 8);
+        ev[k].size = 4096;
+        ev[k].flags = GM_EVENT_HAS_ADDR | GM_EVENT_HAS_TIME;
+        ev[k].time_us = 1700000000000000LL + (int64_t)(k * 3 + k % 7);
+    }
+    memset(&d, 0, sizeof(d));
+    d.has_trace = true;
+    d.events = ev;
+    d.n_events = N;
+    for (int timed = 1; timed >= 0; timed--) {
+        struct gm_lod_totals own, given;
+        uint32_t *mem = gm_big_realloc(NULL, 0, N * sizeof(uint32_t));
+        assert_non_null(mem);
+        memset(mem, 0xa5, N * sizeof(uint32_t));
+        if (!timed)
+            ev[N / 2].flags = GM_EVENT_HAS_ADDR;
+        size_t n_timed = timed ? N : N - 1;
+        assert_int_equal(gm_lod_totals_begin(&own, &d, n_timed, 64, 0, 0, &err), GM_OK);
+        assert_int_equal(snap_lod_totals_begin_in(&given, &d, n_timed, 64, 0, 0, mem,
+                                                  N * sizeof(uint32_t), &err),
+                         GM_OK);
+        for (size_t k = 0; k < N; k++) {
+            gm_lod_totals_add(&own, (int64_t)k, &ev[k], k % 2 ? 0 : 4096, 1 << 20);
+            gm_lod_totals_add(&given, (int64_t)k, &ev[k], k % 2 ? 0 : 4096, 1 << 20);
+        }
+        gm_lod_totals_end(&own);
+        gm_lod_totals_end(&given);
+        assert_int_equal(gm_lod_axis_keeps_x(&given.axis), timed);
+        if (timed) {
+#if defined(__linux__) && !defined(GM_ARENA_MALLOC)
+            /* (a mapped array: the heap's realloc, under the sanitizers, may move it) */
+            assert_ptr_equal(gm_lod_axis_x32(&given.axis), mem);
+#endif
+            assert_memory_equal(gm_lod_axis_x32(&given.axis), gm_lod_axis_x32(&own.axis),
+                                N * sizeof(uint32_t));
+        }
+        assert_memory_equal(given.alloc.b, own.alloc.b, own.alloc.n * sizeof(*own.alloc.b));
+        gm_lod_totals_release(&own);
+        gm_lod_totals_release(&given);
+    }
+    ev[N / 2].flags = GM_EVENT_HAS_ADDR | GM_EVENT_HAS_TIME;
+}
+
 /* gm_lod_axis_first_time_at(): the time it gives has an x at or above x and the time before it
  * an x below (checked with gm_lod_axis_x_of_time(), for whole and fractional x, near 0 and
  * 2^52, from t0's near both ends of int64); false where no int64 time reaches x and for x
@@ -381,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_axis_timeline_equals_two_passes),
         cmocka_unit_test(test_axis_first_time_at),
+        cmocka_unit_test(test_totals_in_given_array),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,10 @@ extern "C" {
  * failure injection off.  Per thread. */
 void gm_alloc_fail_after(long n);
 
+/* The same, but only that one call fails: the calls after it succeed again (an error path
+ * that goes on without what it could not allocate, and the work after it). */
+void gm_alloc_fail_once_after(long n);
+
 /* How many allocation calls were made on this thread since the last
  * gm_alloc_fail_after(). */
 long gm_alloc_count(void);
