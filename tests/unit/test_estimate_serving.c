@@ -1549,9 +1549,11 @@ static void test_vllm_load_cache_gap(void **state)
 
 /* The kernels and handles a vLLM version counts as non-torch on one GPU (est_vllm_kernel_bytes):
  * 0.9.2 to 0.10 print 0.02 GiB on one GPU (row v039, vLLM 0.10.2; 21474836 B as the table
- * holds it), read as 20 MiB; the versions around them keep PR #12126's 164 MiB (0.9.1, the
- * global formula, and 0.11, whose snapshot follows the communicators), and a single-GPU 0.10.2
- * start charges exactly that figure, where 0.11 charges the 164 MiB. */
+ * holds it), read as 20 MiB; from 0.11, whose snapshot follows the communicators, 0.14 GiB on
+ * an H100 (row v016, vLLM 0.11.0; 150323855 B), read as 143 MiB; the versions before keep PR
+ * #12126's 164 MiB (0.9.1, the global formula; 0.7.2, V0), and a single-GPU 0.10.2 start
+ * charges exactly 20 MiB, where 0.11 charges 143 MiB, each with the assumption that names
+ * its row. */
 static void test_vllm_kernels_by_version(void **state)
 {
     struct gm_job j;
@@ -1560,12 +1562,16 @@ static void test_vllm_kernels_by_version(void **state)
     assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 10, 0)), 20 * GM_MIB);
     assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 10, 2)), 20 * GM_MIB);
     assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 9, 1)), 164 * GM_MIB);
-    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 11, 0)), 164 * GM_MIB);
+    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 11, 0)), 143 * GM_MIB);
+    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 26, 1)), 143 * GM_MIB);
     assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 7, 2)), 164 * GM_MIB);
-    assert_int_equal(est_vllm_kernel_bytes(0), 164 * GM_MIB);
+    assert_int_equal(est_vllm_kernel_bytes(0), 143 * GM_MIB);
     /* v039's 0.02 GiB printed, within the two decimals it was printed to */
     assert_true(est_vllm_kernel_bytes(GM_VERSION(0, 10, 2)) + (GM_GIB / 200) >= 21474836);
     assert_true(est_vllm_kernel_bytes(GM_VERSION(0, 10, 2)) <= 21474836 + (GM_GIB / 200));
+    /* v016's 0.14 GiB printed, likewise */
+    assert_true(est_vllm_kernel_bytes(GM_VERSION(0, 11, 0)) + (GM_GIB / 200) >= 150323855);
+    assert_true(est_vllm_kernel_bytes(GM_VERSION(0, 11, 0)) <= 150323855 + (GM_GIB / 200));
     /* v039's start, and the same at 0.11 */
     for (size_t i = 0; i < 2; i++) {
         char args[160];
@@ -1575,11 +1581,12 @@ static void test_vllm_kernels_by_version(void **state)
                  i ? "0.11" : "0.10.2");
         job_make("qwen2.5-3b", args, &j);
         run(&j, &est);
-        assert_int_equal(est->serving.non_torch_logged_bytes, i ? 164 * GM_MIB : 20 * GM_MIB);
+        assert_int_equal(est->serving.non_torch_logged_bytes, i ? 143 * GM_MIB : 20 * GM_MIB);
         /* the range's low end (one GPU: no all-reduce buffers): 0.10's 20 MiB is below the
          * 64 MiB low end the larger figure takes, so its low end is 0, not above the point */
-        /* the 20 MiB is one log's, said so (a 164 MiB version says nothing) */
+        /* each figure is one log's, and the assumption names that log's row */
         assert_int_equal(assumed(est, "measured from one log (row v039"), i == 0);
+        assert_int_equal(assumed(est, "measured from one log (row v016"), i == 1);
         assert_true(est->range.sources & GM_UNCERTAIN_ENGINE);
         assert_non_null(est->store->ends[0]);
         assert_int_equal(est->store->ends[0]->serving.non_torch_bytes, i ? 64 * GM_MIB : 0);
@@ -1605,14 +1612,16 @@ static void test_vllm_non_torch_by_version(void **state)
     static const struct {
         const char *version;
         bool context;
-        uint64_t kernels; /* est_vllm_kernel_bytes: 0.10's 20 MiB, 164 MiB otherwise */
+        uint64_t kernels; /* est_vllm_kernel_bytes: 0.10's 20 MiB, 0.11's 143, else 164 */
     } charged[] = {{"0.2.5", true, 164 * GM_MIB},  {"0.3.1", true, 164 * GM_MIB},
                    {"0.3.2", false, 164 * GM_MIB}, {"0.5.0", false, 164 * GM_MIB},
                    {"0.6.3", false, 164 * GM_MIB}, {"0.6.4", true, 164 * GM_MIB},
                    {"0.6.5", false, 164 * GM_MIB}, {"0.7.2", false, 164 * GM_MIB},
                    {"0.10.1", false, 20 * GM_MIB}};
-    /* 'kernels' of 0.11 and the current release; 'kernels10' of 0.9.2 to 0.10 */
-    const uint64_t kernels = 164 * GM_MIB, kernels10 = 20 * GM_MIB, ar = 18 * GM_MIB;
+    /* 'kernels' of 0.11 and the current release; 'kernels10' of 0.9.2 to 0.10; 'kernels_v0' of V0
+     */
+    const uint64_t kernels = 143 * GM_MIB, kernels10 = 20 * GM_MIB, kernels_v0 = 164 * GM_MIB,
+                   ar = 18 * GM_MIB;
     char args[160];
     struct gm_job j;
     uint64_t context, nccl, need, gap;
@@ -1751,7 +1760,7 @@ static void test_vllm_non_torch_by_version(void **state)
     run(&j, &est);
     context = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
     assert_true(context > 0);
-    assert_int_equal(est->serving.non_torch_logged_bytes, kernels + context);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels_v0 + context);
     gm_estimate_free(est);
     est = NULL;
 
@@ -1776,7 +1785,7 @@ static void test_vllm_non_torch_by_version(void **state)
         16 * est->serving.kv_bytes_per_token);
     context = gm_estimate_kind_bytes(again, GM_KIND_CUDA_CONTEXT);
     nccl = gm_estimate_kind_bytes(again, GM_KIND_NCCL);
-    assert_int_equal(again->serving.non_torch_logged_bytes, kernels + ar + context + nccl);
+    assert_int_equal(again->serving.non_torch_logged_bytes, kernels_v0 + ar + context + nccl);
     assert_true(est->serving.kv_pool_bytes > again->serving.kv_pool_bytes);
     assert_true(est->serving.kv_pool_bytes - again->serving.kv_pool_bytes +
                     16 * est->serving.kv_bytes_per_token >
