@@ -1174,8 +1174,10 @@ enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm
  * place; gate_up_proj's output, SiLU-and-mul's, down_proj's, then gate_up and SiLU-and-mul
  * freed and o_proj's output dropped.  Its allocated peak is profile_activations()'s figure; what
  * it adds is the reserved peak above it, which the second layer already holds (every later
- * layer reuses the same cached blocks).  Not replayed: the cuBLAS workspace's segment (under 12
- * MiB beside its own bytes), the sampler's small tensors and the other layer kinds (0 there). */
+ * layer reuses the same cached blocks); the caller charges what that reserved peak is above the
+ * peak it already pays (a sampler's phase above the forward reuses the cached segments).  Not
+ * replayed: the cuBLAS workspace's segment (under 12 MiB beside its own bytes), the sampler's small
+ * tensors and the other layer kinds (0 there). */
 enum gm_status est_vllm_profile_reserve(const struct gm_model *m, uint64_t tokens, uint64_t t,
                                         uint64_t *extra, struct gm_error *err)
 {
@@ -1442,11 +1444,15 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     sv->activation_peak_bytes = gm_add_sat(gm_add_sat(act, sampler), ws_peak);
     /* the budget pays what the version counts as non-torch (vllm_non_torch_logged) */
     need = gm_add_sat(gm_add_sat(w, sv->activation_peak_bytes), logged);
-    /* 0.3.2 to 0.6.3 charge the segments the profile run reserved (est_vllm_profile_reserve) */
+    /* 0.3.2 to 0.6.3 charge the segments the profile run reserved (est_vllm_profile_reserve):
+     * the forward's reserved peak where it is above the peak already paid (the sampler's phase
+     * after it reuses the forward's cached segments) */
     if (era == VLLM_V0_INIT_BASELINE && !v->kv_cache_memory_bytes) {
-        uint64_t extra = 0;
+        uint64_t extra = 0, fwd = profile_activations(m, T, t);
         if ((st = est_vllm_profile_reserve(m, T, t, &extra, err)) != GM_OK)
             return st;
+        uint64_t paid = gm_add_sat(act, sampler); /* the peak's tensors, not the workspace */
+        extra = gm_add_sat(fwd, extra) > paid ? gm_add_sat(fwd, extra) - paid : 0;
         if (extra) {
             need = gm_add_sat(need, extra);
             est_assume(e,

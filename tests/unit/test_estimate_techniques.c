@@ -1409,7 +1409,8 @@ static void test_vllm_versions(void **state)
                gm_estimate_kind_bytes(with, GM_KIND_TORCH_WORKSPACE) +
                with->serving.non_torch_logged_bytes +
                (cases[i].graphs ? gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL) : 0);
-        /* 0.3.2 to 0.6.3 charge the profile run's reserved segments beyond its peak too */
+        /* 0.3.2 to 0.6.3 charge the profile run's reserved segments beyond the peak paid too,
+         * up to the replay's reserve above the forward's peak */
         reserve = 0;
         if (!strcmp(cases[i].version, "0.6.3")) {
             struct gm_error err;
@@ -1419,9 +1420,11 @@ static void test_vllm_versions(void **state)
                              GM_OK);
             assert_true(reserve > 0);
         }
-        need += reserve;
         blk = with->serving.kv_bytes_per_token * with->serving.block_size;
-        assert_int_equal(with->serving.kv_blocks, (with->serving.budget_bytes - need) / blk);
+        /* at most the replay's reserve more (the sampler's phase may peak above the forward) */
+        assert_true(with->serving.kv_blocks <= (with->serving.budget_bytes - need) / blk);
+        assert_true(with->serving.kv_blocks + (reserve + blk - 1) / blk + 1 >=
+                    (with->serving.budget_bytes - need) / blk);
         /* the device holds the same NCCL buffers whatever the version charges */
         assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 2 * GM_GIB);
     }
