@@ -555,6 +555,11 @@ enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm
                                        const char **why, struct gm_error *err);
 /* The same replay with the load's GPU temporaries ('temporaries': the copies of fused GPTQ
  * shards into non-contiguous slices) left out when false, so a test can see what they add. */
+/* What vLLM 0.3.2 to 0.6.3 charge for the profile run beyond its allocated peak: the reserved
+ * peak less the allocated peak of the first two decoder layers of 'tokens' tokens on one of 't'
+ * GPUs, replayed through the caching allocator (dense layers with a gated MLP; else 0). */
+enum gm_status est_vllm_profile_reserve(const struct gm_model *m, uint64_t tokens, uint64_t t,
+                                        uint64_t *extra, struct gm_error *err);
 enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct gm_quant *q,
                                           bool marlin, bool temporaries, uint64_t t, uint64_t pp,
                                           uint64_t *gap, const char **why, struct gm_error *err);

@@ -37,7 +37,16 @@
  * fused_moe config is NVIDIA_A100-SXM4-80GB's); the H100's 79.18 GiB from llm-d/llm-d-benchmark
  * config_explorer/empirical-vllm-memory-results.md @ b5c3307 (ten H100 starts at 0.11.0; the
  * two PR #10511 blocks print 79.22 GiB for an H100 in December 2024); the RTX 3090's 23.58 GiB
- * from the two 0.6.4 logs of vLLM issue #10517 ("total_gpu_memory (23.58GiB)").  Where no
+ * from the two 0.6.4 logs of vLLM issue #10517 ("total_gpu_memory (23.58GiB)"); the RTX PRO
+ * 6000 Blackwell's 94.97 GiB from the vLLM log 2215860382/VedioSifter
+ * train_run_20260421_065709.log @ 3902952, as the validation table's row v043 quotes it (that
+ * repository's vllm_server.log names the board in its fused_moe device_name, "NVIDIA RTX PRO
+ * 6000 Blackwell Server Edition").  That board's nvidia-smi total, 97887 MiB, is the one
+ * nvidia-smi prints for the Server Edition (huggingface.co/datasets/uclanecl/NECL_GPUs
+ * alderaan.csv @ 5f8a3f0, "97887MB") and the Workstation Edition
+ * (MarcoPizeta/flash-next-rtxpro6000-bench HARDWARE.md, "97887 MiB"); its 188 SMs are 24,064
+ * CUDA cores at 128 an SM (GB202 with 188 of its 192 SMs on, as the announcements of March 2025
+ * give it), compute capability 12.0 (sm_120, antirez/ds4 PR #256).  Where no
  * vLLM log prints it, the CUDA device properties' total (cudaDeviceProp.totalGlobalMem, the
  * total cudaMemGetInfo reports too) as a public printout gives it: the A100-SXM4-40GB's 40536
  * MiB from PaddlePaddle/Paddle python/paddle/device/cuda/__init__.py @ 00195b2
@@ -73,6 +82,10 @@ static const struct gm_gpu gpus[] = {
     {"RTX-6000-Ada", "rtx-6000-ada rtx6000ada rtx-6000ada", 48, MIB(49140), "workstation", 89,
      false, 0, 142},
     {"RTX-A6000", "rtx-a6000 a6000 rtxa6000", 48, MIB(49140), "workstation", 86, false, 0, 84},
+    {"RTX-PRO-6000",
+     "rtx-pro-6000 rtxpro6000 rtx-pro-6000-blackwell rtx-pro-6000-blackwell-server-edition "
+     "rtx-pro-6000-blackwell-workstation-edition rtx-pro-6000-blackwell-max-q-workstation-edition",
+     96, MIB(97887), "workstation", 120, false, GIB_X100(9497), 188},
     {"RTX-5090", "rtx-5090 5090 rtx5090", 32, MIB(32607), "consumer", 120, false, 0, 170},
     {"RTX-4090", "rtx-4090 4090 rtx4090", 24, MIB(24564), "consumer", 89, true, 25386352640, 128},
     {"RTX-3090", "rtx-3090 3090 rtx3090", 24, MIB(24576), "consumer", 86, false, GIB_X100(2358),

@@ -841,6 +841,11 @@ static void test_gpus(void **state)
         {"NVIDIA RTX A6000", "RTX-A6000"},
         {"NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada"},
         {"rtx4090", "RTX-4090"},
+        /* nvidia-smi's name and vLLM's fused_moe device_name for the Blackwell RTX PRO 6000 */
+        {"NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX-PRO-6000"},
+        {"NVIDIA_RTX_PRO_6000_Blackwell_Server_Edition", "RTX-PRO-6000"},
+        {"NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX-PRO-6000"},
+        {"RTX PRO 6000 96GB", "RTX-PRO-6000"},
     };
     const struct gm_gpu *g;
     struct gm_error err;
@@ -859,6 +864,12 @@ static void test_gpus(void **state)
     assert_true(gm_gpu_find("h100")->memory_bytes == 81559 * GM_MIB);
     assert_true(gm_gpu_find("A100-80GB")->memory_bytes == 80 * GM_GIB);
     assert_true(gm_gpu_find("rtx-4090")->memory_bytes == 24564 * GM_MIB);
+    /* the RTX PRO 6000 Blackwell as nvidia-smi and vLLM print it: 97887 MiB, 94.97 GiB for
+     * CUDA, 188 SMs of compute capability 12.0 */
+    assert_true(gm_gpu_find("rtx-pro-6000")->memory_bytes == 97887 * GM_MIB);
+    assert_true(gm_gpu_find("rtx-pro-6000")->cuda_bytes == (uint64_t)9497 * GM_GIB / 100);
+    assert_int_equal(gm_gpu_find("rtx-pro-6000")->sms, 188);
+    assert_int_equal(gm_gpu_find("rtx-pro-6000")->sm, 120);
     /* ambiguous: refused with the choices, smallest first */
     assert_int_equal(gm_gpu_lookup("A100", &g, &err), GM_ERR_INVALID);
     assert_non_null(strstr(err.msg, "'A100' is ambiguous: A100-40GB or A100-80GB"));
