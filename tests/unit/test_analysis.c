@@ -1581,9 +1581,29 @@ static void test_walk_consumers_of_random_traces(void **state)
 
 /* ---- the analysis for a diff: what it keeps equals the full analysis's ---- */
 
+/* Whether the sums per stack a diff's analysis kept for device 'y' are those of the
+ * allocations of the full analysis's device 'x' (made by the one rule, ana_stack_sums_add()). */
+static bool sums_agree(const struct gm_analysis *full, const struct gm_analysis_device *x,
+                       const struct gm_analysis_device *y)
+{
+    struct ana_stack_sums want;
+    bool same;
+    assert_true(ana_stack_sums_init(&want, full->snap->n_stacks));
+    for (size_t i = 0; i < x->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &x->allocs[i];
+        assert_true(ana_stack_sums_add(&want, a->stack, a->bytes, a->alloc_event, a->free_event,
+                                       x->peak_event));
+    }
+    assert_non_null(y->priv_);
+    same = want.n == y->priv_->n_sums &&
+           (!want.n || !memcmp(want.v, y->priv_->sums, want.n * sizeof(*want.v)));
+    ana_stack_sums_release(&want);
+    return same;
+}
+
 /* gm_analysis_diff_prepare() of 'snap' gives, per device, the peak, its phase and iteration,
- * the split at it and the allocations of gm_analysis_run() (the categories of those alive at
- * the peak), and a diff of two such analyses equals the diff of two full ones. */
+ * the split at it and, in place of the allocations of gm_analysis_run() (it keeps none), their
+ * sums per stack, and a diff of two such analyses equals the diff of two full ones. */
 static void diff_analysis_agrees(const struct gm_snapshot *snap,
                                  const struct gm_category_rules *rules, const char *name)
 {
@@ -1604,19 +1624,12 @@ static void diff_analysis_agrees(const struct gm_snapshot *snap,
         assert_int_equal(x->peak_iteration, y->peak_iteration);
         assert_true(x->at_peak_unexplained == y->at_peak_unexplained);
         assert_true(x->at_peak_lifetime_only == y->at_peak_lifetime_only);
-        assert_int_equal(x->n_allocs, y->n_allocs);
-        for (size_t i = 0; i < x->n_allocs; i++) {
-            const struct gm_analysis_alloc *a = &x->allocs[i], *b = &y->allocs[i];
-            assert_true(a->bytes == b->bytes);
-            assert_int_equal(a->stack, b->stack);
-            assert_int_equal(a->alloc_event, b->alloc_event);
-            assert_int_equal(a->free_event, b->free_event);
-            if (a->alloc_event <= x->peak_event &&
-                (a->free_event < 0 || a->free_event > x->peak_event)) {
-                assert_int_equal(a->category, b->category);
-                assert_int_equal(a->rule, b->rule);
-            }
-        }
+        assert_true(x->has_frames == y->has_frames);
+        /* the diff's analysis keeps no allocation, only their sums */
+        assert_null(y->allocs);
+        assert_int_equal(y->n_allocs, 0);
+        if (!sums_agree(full, x, y))
+            fail_msg("%s device %d: the diff's sums per stack differ", name, (int)x->device);
     }
     assert_int_equal(gm_analysis_diff(full, full, &df, &err), GM_OK);
     assert_int_equal(gm_analysis_diff(part, part, &dp, &err), GM_OK);
@@ -1630,6 +1643,7 @@ static void diff_analysis_agrees(const struct gm_snapshot *snap,
             assert_memory_equal(x->sites[i].stack, y->sites[i].stack, sizeof(x->sites[i].stack));
             assert_memory_equal(x->sites[i].bytes, y->sites[i].bytes, sizeof(x->sites[i].bytes));
             assert_memory_equal(x->sites[i].total, y->sites[i].total, sizeof(x->sites[i].total));
+            assert_memory_equal(x->sites[i].count, y->sites[i].count, sizeof(x->sites[i].count));
             assert_int_equal(x->sites[i].apart, y->sites[i].apart);
         }
     }
@@ -2710,6 +2724,13 @@ static void analyses_equal(const struct gm_analysis *a, const struct gm_analysis
         assert_int_equal(x->n_phases, y->n_phases);
         if (x->n_allocs && memcmp(x->allocs, y->allocs, x->n_allocs * sizeof(*x->allocs)))
             fail_msg("%s device %d: the allocations differ", name, (int)x->device);
+        /* a diff's analysis: the sums per stack in place of the allocations */
+        assert_true(a->diff_only == b->diff_only);
+        if (a->diff_only &&
+            (x->priv_->n_sums != y->priv_->n_sums ||
+             (x->priv_->n_sums &&
+              memcmp(x->priv_->sums, y->priv_->sums, x->priv_->n_sums * sizeof(*x->priv_->sums)))))
+            fail_msg("%s device %d: the sums per stack differ", name, (int)x->device);
     }
     if (a->diff_only)
         return;
@@ -2760,6 +2781,7 @@ static void diff_first_pass_agrees(const char *buf, size_t len, const char *name
     assert_int_equal(((const struct ana_priv *)b->priv_)->n_first_pass_taken,
                      ((const struct ana_priv *)e->priv_)->n_first_pass_taken);
     analyses_equal(a, b, false, name);
+    analyses_equal(a, e, false, name); /* (the whole first pass's allocations made lite) */
     for (size_t i = 0; i < a->n_devices; i++)
         if (memcmp(a->devices[i].at_peak, b->devices[i].at_peak, sizeof(a->devices[i].at_peak)))
             fail_msg("%s device %d: the split at the peak differs with the diff's first pass", name,
