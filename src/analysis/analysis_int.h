@@ -217,10 +217,26 @@ struct ana_stack_sums {
 bool ana_stack_sums_init(struct ana_stack_sums *s, size_t n_stacks);
 void ana_stack_sums_release(struct ana_stack_sums *s);
 
+/* The index in s->v of 'stack', added at the end when new; UINT32_MAX on NOMEM. */
+uint32_t ana_stack_sums_slot(struct ana_stack_sums *s, uint32_t stack);
+
 /* One allocation of 'bytes' of 'stack' made at event 'alloc_event' and freed at 'free_event'
- * (-1: from the start / never) into the sums, against the peak event 'peak'; false on NOMEM. */
-bool ana_stack_sums_add(struct ana_stack_sums *s, uint32_t stack, uint64_t bytes,
-                        int64_t alloc_event, int64_t free_event, int64_t peak);
+ * (-1: from the start / never) into the sums, against the peak event 'peak'; false on NOMEM.
+ * (Inline: once per allocation, a stack seen before in one array read.) */
+static inline bool ana_stack_sums_add(struct ana_stack_sums *s, uint32_t stack, uint64_t bytes,
+                                      int64_t alloc_event, int64_t free_event, int64_t peak)
+{
+    uint32_t slot = stack < s->n_ids ? s->slot_of[stack] : UINT32_MAX;
+    if (slot == UINT32_MAX && (slot = ana_stack_sums_slot(s, stack)) == UINT32_MAX)
+        return false;
+    struct ana_stack_sum *x = &s->v[slot];
+    x->total += bytes;
+    if (ana_alive_at(alloc_event, free_event, peak)) {
+        x->bytes += bytes;
+        x->count++;
+    }
+    return true;
+}
 
 /* What one device's analysis keeps beside its public results. */
 struct ana_device_priv {

@@ -124,29 +124,24 @@ void ana_stack_sums_release(struct ana_stack_sums *s)
     memset(s, 0, sizeof(*s));
 }
 
-bool ana_stack_sums_add(struct ana_stack_sums *s, uint32_t stack, uint64_t bytes,
-                        int64_t alloc_event, int64_t free_event, int64_t peak)
+uint32_t ana_stack_sums_slot(struct ana_stack_sums *s, uint32_t stack)
 {
     uint32_t slot = stack < s->n_ids ? s->slot_of[stack] : ana_map_u32(&s->other, stack);
-    if (slot == UINT32_MAX) {
-        struct ana_stack_sum *x = GM_VEC_PUSH(s->v, s->n, s->cap, NULL);
-        if (!x || s->n >= UINT32_MAX)
-            return false;
-        memset(x, 0, sizeof(*x));
-        x->stack = stack;
-        slot = (uint32_t)(s->n - 1);
-        if (stack < s->n_ids)
-            s->slot_of[stack] = slot;
-        else if (!gm_map_put(&s->other, stack, slot))
-            return false;
-    }
-    struct ana_stack_sum *x = &s->v[slot];
-    x->total += bytes;
-    if (ana_alive_at(alloc_event, free_event, peak)) {
-        x->bytes += bytes;
-        x->count++;
-    }
-    return true;
+    if (slot != UINT32_MAX)
+        return slot;
+    if (s->n >= UINT32_MAX - 1)
+        return UINT32_MAX;
+    struct ana_stack_sum *x = GM_VEC_PUSH(s->v, s->n, s->cap, NULL);
+    if (!x)
+        return UINT32_MAX;
+    memset(x, 0, sizeof(*x));
+    x->stack = stack;
+    slot = (uint32_t)(s->n - 1);
+    if (stack < s->n_ids)
+        s->slot_of[stack] = slot;
+    else if (!gm_map_put(&s->other, stack, slot))
+        return UINT32_MAX;
+    return slot;
 }
 
 /* The sums per stack of 'dev': those its analysis kept (gm_analysis_diff_prepare()), else

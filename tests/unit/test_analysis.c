@@ -2701,6 +2701,38 @@ static void diff_analysis_agrees_file(const char *path)
     gm_snapshot_free(snap);
 }
 
+/* ana_stack_sums: one entry per stack in the order of its first allocation, stack ids past
+ * the array (n_ids) as well as those in it; every allocation's bytes in its total, those
+ * alive at the peak event (allocated at or before it, freed after it or never) in bytes and
+ * count. */
+static void test_stack_sums_per_stack_in_first_order(void **state)
+{
+    (void)state;
+    struct ana_stack_sums s;
+    assert_true(ana_stack_sums_init(&s, 4));
+    /* peak event 10: alive there are those made at <= 10 and freed > 10 or never */
+    assert_true(ana_stack_sums_add(&s, 3, 100, 2, 5, 10));  /* freed before the peak */
+    assert_true(ana_stack_sums_add(&s, 70, 7, -1, -1, 10)); /* past n_ids, from the start */
+    assert_true(ana_stack_sums_add(&s, 3, 40, 10, 11, 10)); /* made at the peak: alive */
+    assert_true(ana_stack_sums_add(&s, 1, 9, 11, -1, 10));  /* made after it */
+    assert_true(ana_stack_sums_add(&s, 70, 1, 3, 10, 10));  /* freed at the peak */
+    assert_true(ana_stack_sums_add(&s, 70, 2, 4, -1, 10));  /* never freed: alive */
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.v[0].stack, 3);
+    assert_int_equal(s.v[1].stack, 70);
+    assert_int_equal(s.v[2].stack, 1);
+    assert_int_equal(s.v[0].total, 140);
+    assert_int_equal(s.v[0].bytes, 40);
+    assert_int_equal(s.v[0].count, 1);
+    assert_int_equal(s.v[1].total, 10);
+    assert_int_equal(s.v[1].bytes, 9);
+    assert_int_equal(s.v[1].count, 2);
+    assert_int_equal(s.v[2].total, 9);
+    assert_int_equal(s.v[2].bytes, 0);
+    assert_int_equal(s.v[2].count, 0);
+    ana_stack_sums_release(&s);
+}
+
 /* the diff's analysis on every real snapshot */
 static void test_diff_analysis_of_real_files_equals_the_full_one(void **state)
 {
@@ -3965,6 +3997,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
     cmocka_unit_test(test_axis_xs_of_many_events_equal_each_asked_alone),
     cmocka_unit_test(test_diff_analysis_of_the_example_equals_the_full_one),
+    cmocka_unit_test(test_stack_sums_per_stack_in_first_order),
     cmocka_unit_test(test_consumed_load_answers_as_one_that_keeps_the_events),
     cmocka_unit_test(test_consumed_load_refuses_what_reads_the_trace),
     cmocka_unit_test(test_consumed_load_under_memory_limits),
