@@ -146,8 +146,9 @@ struct work {
     struct gm_arena *arena;
     struct ana_priv *priv;
     const struct gm_analysis *an;
-    uint8_t *phase;    /* per event: enum gm_phase (raw phase while smoothing) */
-    uint32_t *free_of; /* per free_completed event, in trace order: the allocation it ends */
+    uint8_t *phase;     /* per event: enum gm_phase (raw phase while smoothing) */
+    size_t phase_bytes; /* of the mapping phase[] lives in (phase_alloc(), scan_trace()) */
+    uint32_t *free_of;  /* per free_completed event, in trace order: the allocation it ends */
     size_t n_free_of, cap_free_of;
     int64_t *ooms; /* indexes of the oom events */
     size_t n_oom, cap_oom;
@@ -1134,6 +1135,13 @@ static void move_with_streams(struct gm_analysis_alloc *trace, size_t n, size_t 
     }
 }
 
+/* phase[] in a mapping of its own, w->phase_bytes (counted by analyse_device()); false on
+ * NOMEM. */
+static bool phase_alloc(struct work *w)
+{
+    return (w->phase = gm_big_realloc(NULL, 0, w->phase_bytes)) != NULL;
+}
+
 /* Step 1: the scan the loader made, or a walk of the trace; then what needs the whole
  * trace: the streams of the loader's allocations, the blocks alive at snapshot time, the
  * early allocations in front of the others. */
@@ -1169,7 +1177,26 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         for (size_t i = 0; s.early && i < s.n_early; i++) {
             s.early[i].stream = gm_snapshot_extra_stream(snap, s.early[i].stream);
         }
+        /* a diff reads the times only here: its phases go in their memory, written already
+         * (fresh memory is what costs), phase[i] over the step of event i / 2, which
+         * scan_phases() has read (it reads steps only past the events it has written:
+         * times_forward(), step_us()); then the rest of the times freed, the steps' bytes
+         * counted as the phases' */
+        bool in_times = w->diff_only && s.tm.dt && s.tm.cap_dt * sizeof(uint16_t) >= w->phase_bytes;
+        if (in_times)
+            w->phase = (uint8_t *)s.tm.dt;
+        else if (!phase_alloc(w)) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+            goto out;
+        }
         scan_phases(&s, &rule, w->phase);
+        if (in_times) {
+            uint64_t dt_bytes = (uint64_t)s.tm.cap_dt * sizeof(uint16_t);
+            s.tm.dt = NULL;
+            gm_budget_give(&s.budget, times_release(&s.tm) - dt_bytes + w->phase_bytes);
+            w->phase_bytes = (size_t)dt_bytes;
+            w->priv->n_phases_in_times++;
+        }
         if (w->diff_only)
             scan_drop_times(&s);
     } else if (!snap_events_stored(sd)) {
@@ -1192,6 +1219,10 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         /* the rule's position in the step ranges in a copy whose address no call takes:
          * kept in registers while phase[] is written */
         struct raw_rule walk_rule = rule;
+        if (!phase_alloc(w)) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+            goto out;
+        }
         uint8_t *phase = w->phase;
         struct gm_snapshot_event first;
         s.last_t = s.t0 = gm_snapshot_event_at(sd, 0, &first) ? first.time_us : 0;
@@ -2972,12 +3003,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         st = over_limit(&w, err);
         goto out;
     }
-    w.phase = gm_big_realloc(NULL, 0, n ? n : 1);
-    if (!w.phase) {
-        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for device %d",
-                     (int)sd->index);
-        goto out;
-    }
+    w.phase_bytes = n ? n : 1; /* (made by scan_trace) */
 
     if ((st = scan_trace(&w, err)) != GM_OK)
         goto out;
@@ -3076,7 +3102,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         w.cap_free_of = 0;
     }
     /* the per-event phases are not needed any more: give them back before the sweep */
-    gm_big_free(w.phase, n ? n : 1);
+    gm_big_free(w.phase, w.phase_bytes);
     w.phase = NULL;
     /* the segments' history, kept: the sweep below and the report's state read it (its
      * segment events gathered by scan_trace's walk) */
@@ -3091,7 +3117,7 @@ out:
     ix_release(&w.iters_ix);
     gm_free(w.sites);
     gm_free(w.next_fwd);
-    gm_big_free(w.phase, n ? n : 1);
+    gm_big_free(w.phase, w.phase_bytes);
     drop_times(&w);
     release_stacks(&w);
     gm_big_free(w.free_of, w.cap_free_of * sizeof(uint32_t));

@@ -174,6 +174,7 @@ struct ana_priv {
     struct gm_lod_totals *totals;      /* one per device (gm_analysis_opts.totals), or NULL */
     struct ana_cats *totals_cats;      /* with them, one per device: gm_analysis_totals_cats() */
     size_t n_first_pass_taken;         /* devices whose first pass the load made (tests read it) */
+    size_t n_phases_in_times; /* a diff's devices whose phases took the times' memory (tests) */
 };
 
 /* What ana_run() computes: everything (gm_analysis_run()), everything but the series

@@ -2785,10 +2785,12 @@ typedef enum gm_status (*analyse_fn)(const struct gm_snapshot *snap,
 
 /* The diff's first pass (gm_analysis_diff_first_pass_consumer()) of 'len' bytes at 'buf': the
  * diff's analysis takes it wherever it takes the whole first pass and finds the walk's
- * allocations and split at the peak, and it
+ * sums per stack and split at the peak, with its phases in the times' memory on every device
+ * whose pass it took ('phases_in_times' 1: the times kept to the end; -1: unchecked), and it
  * holds fewer bytes than the whole first pass where a trace frees anything (no order of the
  * frees); any other analysis of a snapshot loaded with it walks, with the walk's results. */
-static void diff_first_pass_agrees(const char *buf, size_t len, const char *name)
+static void diff_first_pass_agrees(const char *buf, size_t len, const char *name,
+                                   int phases_in_times)
 {
     struct gm_snapshot_opts whole, diff;
     struct gm_snapshot *plain, *fw, *fd, *fd2;
@@ -2812,6 +2814,13 @@ static void diff_first_pass_agrees(const char *buf, size_t len, const char *name
     assert_int_equal(gm_analysis_diff_prepare(fw, NULL, &e, &err), GM_OK);
     assert_int_equal(((const struct ana_priv *)b->priv_)->n_first_pass_taken,
                      ((const struct ana_priv *)e->priv_)->n_first_pass_taken);
+    /* the phases in the times' memory wherever the diff took a first pass that kept them (the
+     * step ranges read first); never on a walk */
+    assert_int_equal(((const struct ana_priv *)a->priv_)->n_phases_in_times, 0);
+    if (phases_in_times >= 0)
+        assert_int_equal(((const struct ana_priv *)b->priv_)->n_phases_in_times,
+                         phases_in_times ? ((const struct ana_priv *)b->priv_)->n_first_pass_taken
+                                         : 0);
     analyses_equal(a, b, false, name);
     analyses_equal(a, e, false, name); /* (the whole first pass's allocations made lite) */
     for (size_t i = 0; i < a->n_devices; i++)
@@ -2837,7 +2846,7 @@ static void diff_first_pass_agrees(const char *buf, size_t len, const char *name
  * loaded without it, and so does a second analysis of the same snapshot (which walks the
  * trace: the first took the loader's work); the first pass's work was there to take.  The
  * diff's first pass too (diff_first_pass_agrees()). */
-static void first_pass_agrees(const char *buf, size_t len, const char *name)
+static void first_pass_agrees(const char *buf, size_t len, const char *name, int phases_in_times)
 {
     static const analyse_fn runs[] = {gm_analysis_run, gm_analysis_run_figures,
                                       gm_analysis_diff_prepare};
@@ -2868,7 +2877,7 @@ static void first_pass_agrees(const char *buf, size_t len, const char *name)
         gm_snapshot_free(plain);
         gm_snapshot_free(fed);
     }
-    diff_first_pass_agrees(buf, len, name);
+    diff_first_pass_agrees(buf, len, name, phases_in_times);
 }
 
 static void test_first_pass_while_loading_equals_the_walk(void **state)
@@ -2878,7 +2887,7 @@ static void test_first_pass_while_loading_equals_the_walk(void **state)
         char *buf;
         size_t len;
         gm_snapshot_free(load_example(phases, &buf, &len));
-        first_pass_agrees(buf, len, phases ? "the example with phases" : "the example");
+        first_pass_agrees(buf, len, phases ? "the example with phases" : "the example", 1);
         free(buf);
     }
 }
@@ -2896,7 +2905,7 @@ static void first_pass_agrees_file(const char *path)
     assert_non_null(buf = malloc((size_t)n + 1));
     assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
     fclose(f);
-    first_pass_agrees(buf, (size_t)n, path);
+    first_pass_agrees(buf, (size_t)n, path, -1);
     free(buf);
 }
 
@@ -3109,7 +3118,7 @@ static void test_first_pass_of_more_stacks_than_16_bits_equals_the_walk(void **s
     struct gm_snapshot *sa, *sb;
     (void)state;
     write_many_stacks(&buf, &len);
-    first_pass_agrees(buf, len, "more stacks than 16 bits");
+    first_pass_agrees(buf, len, "more stacks than 16 bits", 1);
     struct gm_analysis *a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
     struct gm_analysis *b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
     /* what the case is about: stack ids past 16 bits, the first pass taken, phases */
@@ -3152,7 +3161,7 @@ static void test_first_pass_used_on_streams_and_step_ranges(void **state)
             size_t len;
             write_streams_and_steps(&buf, &len, (enum steps_times)tk);
             if (l == 0)
-                first_pass_agrees(buf, len, "streams and step ranges");
+                first_pass_agrees(buf, len, "streams and step ranges", 1);
             char *ha, *hb;
             size_t ta, tb;
             struct gm_snapshot *sa, *sb;
@@ -3226,7 +3235,7 @@ static void test_first_pass_early_allocations_keep_their_streams(void **state)
         struct gm_snapshot *snap;
         struct gm_analysis *an;
         write_early_frees_on_streams(&buf, &len, n_early[c]);
-        first_pass_agrees(buf, len, "early frees on streams");
+        first_pass_agrees(buf, len, "early frees on streams", 1);
         an = analyse_loaded(buf, len, 0, true, &snap, &html, &taken);
         assert_int_equal(taken, 1);
         const struct gm_analysis_device *d = &an->devices[0];
@@ -3656,7 +3665,7 @@ static void test_first_pass_pairs_events_with_the_folds_map(void **state)
     struct gm_analysis *a, *b;
     (void)state;
     write_pairs(&buf, &len);
-    first_pass_agrees(buf, len, "pairs");
+    first_pass_agrees(buf, len, "pairs", 1);
     a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
     b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
     assert_int_equal(ta, 0);
