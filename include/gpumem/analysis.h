@@ -313,7 +313,8 @@ struct gm_analysis_device {
     uint64_t at_peak_lifetime_only;     /* bytes whose category came from lifetime alone */
     uint64_t at_end[GM_CATEGORY_COUNT]; /* after the last event */
 
-    struct gm_analysis_alloc *allocs; /* by alloc event; those from the start first */
+    /* by alloc event; those from the start first (none kept by gm_analysis_diff_prepare()) */
+    struct gm_analysis_alloc *allocs;
     size_t n_allocs;
 
     struct gm_analysis_phase_run *phases; /* cover events 0..n_events-1 */
@@ -1065,7 +1066,8 @@ const struct gm_snapshot_consumer *gm_analysis_first_pass_consumer(void);
 
 /* The same for a snapshot that gm_analysis_diff_prepare() alone analyses: it keeps nothing a
  * diff does not read (no 4 bytes a free for the order of the frees, no segment events for the
- * layout history), which another analysis needs: any other analysis of a snapshot loaded
+ * layout history, and per allocation 24 bytes, its size, events and stack, in place of its
+ * gm_analysis_alloc), which another analysis needs: any other analysis of a snapshot loaded
  * with it walks the trace instead (or, where the load kept no events, fails as
  * gm_analysis_run() does on such a snapshot).  Borrowed, static. */
 const struct gm_snapshot_consumer *gm_analysis_diff_first_pass_consumer(void);
@@ -1077,11 +1079,11 @@ enum gm_status gm_analysis_run_figures(const struct gm_snapshot *snap,
                                        const struct gm_analysis_opts *opts,
                                        struct gm_analysis **out, struct gm_error *err);
 
-/* Analyse 'snap' for gm_analysis_diff() alone: per device the peak, its phase, the category
- * split at it and the allocations matched to their frees, as gm_analysis_run() finds them,
- * without the series, the iterations' figures, the leaks, the layout history and the
- * fragmentation (and an allocation's category only where it counts in the split at the
- * peak).  The result serves gm_analysis_diff() and the diff document, then
+/* Analyse 'snap' for gm_analysis_diff() alone: per device the peak, its phase and the category
+ * split at it, as gm_analysis_run() finds them, without the series, the iterations' figures,
+ * the leaks, the layout history and the fragmentation; the allocations matched to their frees
+ * are summed per stack (bytes, and bytes and count alive at the peak) and not kept (each
+ * device's allocs NULL).  The result serves gm_analysis_diff() and the diff document, then
  * gm_analysis_free(); it borrows 'snap'.  'opts' may be NULL.  Errors: as gm_analysis_run(). */
 enum gm_status gm_analysis_diff_prepare(const struct gm_snapshot *snap,
                                         const struct gm_analysis_opts *opts,

@@ -26,7 +26,9 @@
  *      peak and the ooms (gm_analysis_live_at(): from the allocations' alloc and free
  *      events, no trace read)
  * For a diff alone (gm_analysis_diff_prepare()): steps 1 to 4 without the free list and the
- * times, the category only of the allocations the split at the peak counts, then that split.
+ * times, on lite allocations (struct ana_lite: 24 bytes, not 48), the category only of the
+ * allocations the split at the peak counts, then that split and the sums per stack the diff
+ * reads, made in the same pass over the allocations, which are then freed.
  * Everything that grows with the trace is checked against the snapshot's memory limit. */
 #include "analysis/analysis_int.h"
 
@@ -144,8 +146,9 @@ struct work {
     struct gm_arena *arena;
     struct ana_priv *priv;
     const struct gm_analysis *an;
-    uint8_t *phase;    /* per event: enum gm_phase (raw phase while smoothing) */
-    uint32_t *free_of; /* per free_completed event, in trace order: the allocation it ends */
+    uint8_t *phase;     /* per event: enum gm_phase (raw phase while smoothing) */
+    size_t phase_bytes; /* of the mapping phase[] lives in (phase_alloc(), scan_trace()) */
+    uint32_t *free_of;  /* per free_completed event, in trace order: the allocation it ends */
     size_t n_free_of, cap_free_of;
     int64_t *ooms; /* indexes of the oom events */
     size_t n_oom, cap_oom;
@@ -173,6 +176,9 @@ struct work {
      * are made in it (pages written once already, big.h), spare_bytes its capacity */
     void *spare;
     size_t spare_bytes;
+    /* a diff's allocations (diff_only), in the order of dev->allocs, which it does not keep */
+    struct ana_lite *lite;
+    size_t n_lite, cap_lite;
 };
 
 /* What an allocation site (stack) does over the trace, for the input-batch rule. */
@@ -224,6 +230,56 @@ static void alloc_init(struct gm_analysis_alloc *x)
     x->alloc_event = -1;
     x->free_event = -1;
     x->free_requested_event = -1;
+}
+
+/* An allocation as a diff's analysis keeps it (ANA_PARTS_DIFF): what its category and the
+ * diff's sums read, half a gm_analysis_alloc (no address, stream or results; fresh memory
+ * is most of what a scan of millions of allocations costs).  lite_get() makes the whole
+ * record from it, for the one classification. */
+struct ana_lite {
+    uint64_t bytes;
+    int32_t alloc_event, free_event, free_requested_event;
+    uint32_t stack; /* | LITE_FREE_HAS_STACK */
+};
+#define LITE_FREE_HAS_STACK 0x80000000u /* (stacks stay below: scan_event()) */
+_Static_assert(2 * sizeof(struct ana_lite) == sizeof(struct gm_analysis_alloc),
+               "lite_of_allocs() converts in place, the bytes of the array kept");
+
+static void lite_init(struct ana_lite *x, uint64_t bytes)
+{
+    x->bytes = bytes;
+    x->alloc_event = x->free_event = x->free_requested_event = -1;
+    x->stack = 0;
+}
+
+static void lite_get(const struct ana_lite *l, struct gm_analysis_alloc *a)
+{
+    alloc_init(a);
+    a->bytes = l->bytes;
+    a->alloc_event = l->alloc_event;
+    a->free_event = l->free_event;
+    a->free_requested_event = l->free_requested_event;
+    a->stack = l->stack & ~LITE_FREE_HAS_STACK;
+    a->free_has_stack = (l->stack & LITE_FREE_HAS_STACK) != 0;
+}
+
+/* Allocations arr[0..n) made lite in place (the array's bytes unchanged: twice as many lite
+ * ones); false when a stack does not fit the lite form. */
+static bool lite_of_allocs(void *arr, size_t n)
+{
+    const struct gm_analysis_alloc *a = arr;
+    struct ana_lite *l = arr;
+    for (size_t i = 0; i < n; i++) {
+        struct gm_analysis_alloc x = a[i]; /* (l[i] overlaps a[i / 2]: read first) */
+        if (x.stack & LITE_FREE_HAS_STACK)
+            return false;
+        lite_init(&l[i], x.bytes);
+        l[i].alloc_event = x.alloc_event;
+        l[i].free_event = x.free_event;
+        l[i].free_requested_event = x.free_requested_event;
+        l[i].stack = x.stack | (x.free_has_stack ? LITE_FREE_HAS_STACK : 0);
+    }
+    return true;
 }
 
 /* record_function ranges "Optimizer.step#..." (2.4+ external_annotations) mark steps by
@@ -457,12 +513,14 @@ struct scan {
     enum scan_stop stop;     /* why it stopped, SCAN_OK while it goes on */
     bool loading;            /* fed by the loader (stk[] kept, streams left as extras) */
     bool abandoned;          /* the loader gave up on it: the trace is walked instead */
-    bool diff_only;          /* no times, free order or layout events (a diff's walk) */
+    bool diff_only;          /* no times, free order or layout events (a diff's walk), and
+                                the allocations lite: in lite_trace[] and lite_early[] */
     size_t n;                /* events seen */
     struct ana_stacks stk;   /* loading: per event, its stack */
     struct ana_times tm;     /* see struct work (tm.dt NULL: not kept) */
     int64_t last_t, t0;      /* the time of the last event, of the first */
     struct gm_analysis_alloc *trace, *early;
+    struct ana_lite *lite_trace, *lite_early; /* diff_only: in their place */
     size_t n_trace, cap_trace, n_early, cap_early;
     /* the allocation at each address: while loading the trace's fold answers (its ordinal
      * among the allocs is its index in trace[]; snapshot_int.h), so that one map serves
@@ -595,6 +653,23 @@ scan_push(struct scan *s, struct gm_analysis_alloc **arr, size_t *n, size_t *cap
     return a;
 }
 
+/* The same for a diff's scan (lite allocations). */
+static GM_INLINE_ALWAYS struct ana_lite *scan_push_lite(struct scan *s, struct ana_lite **arr,
+                                                        size_t *n, size_t *cap,
+                                                        const struct gm_snapshot_event *e)
+{
+    struct ana_lite *a;
+    if (*n >= (size_t)0x7fffffff) {
+        s->stop = SCAN_TOO_MANY;
+        return NULL;
+    }
+    if (*n == *cap && !scan_grow(s, (void **)arr, cap, *n + 1, sizeof(**arr)))
+        return NULL;
+    a = &(*arr)[(*n)++];
+    lite_init(a, e->size);
+    return a;
+}
+
 /* Event k's stack into 32-bit stk[] (made so from the 16-bit one the first time: the earlier
  * events' stacks widened); false when it stops (s->stop). */
 static bool scan_stack_wide(struct scan *s, size_t k, uint32_t stack, bool has_phase)
@@ -614,6 +689,58 @@ static bool scan_stack_wide(struct scan *s, size_t k, uint32_t stack, bool has_p
         s->stk = w;
     }
     ((uint32_t *)s->stk.v)[k] = stack | (has_phase ? 0 : STK_NO_PHASE);
+    return true;
+}
+
+/* scan_event()'s allocations and frees for a diff's scan: lite allocations, no free order
+ * (an oom is no matter of a diff's). */
+static GM_INLINE_ALWAYS bool
+scan_event_lite(struct scan *s, size_t k, const struct gm_snapshot_event *e, const uint32_t *found)
+{
+    switch (e->action) {
+    case GM_ACTION_ALLOC: {
+        struct ana_lite *a = NULL;
+        if (e->stack & LITE_FREE_HAS_STACK)
+            s->stop = SCAN_TOO_MANY;
+        else
+            a = scan_push_lite(s, &s->lite_trace, &s->n_trace, &s->cap_trace, e);
+        if (!a)
+            return false;
+        a->alloc_event = (int32_t)k;
+        a->stack = e->stack;
+        if (!found && !gm_map_put(&s->map, e->addr, s->n_trace - 1)) {
+            s->stop = SCAN_NOMEM;
+            return false;
+        }
+        break;
+    }
+    case GM_ACTION_FREE_REQUESTED: {
+        uint32_t i = found ? *found : ana_map_u32(&s->map, e->addr);
+        if (i != NO_ALLOC && s->lite_trace[i].free_requested_event < 0) {
+            s->lite_trace[i].free_requested_event = (int32_t)k;
+            s->lite_trace[i].stack = (s->lite_trace[i].stack & ~LITE_FREE_HAS_STACK) |
+                                     (e->stack != 0 ? LITE_FREE_HAS_STACK : 0);
+        }
+        break;
+    }
+    case GM_ACTION_FREE_COMPLETED: {
+        uint64_t v;
+        uint32_t i = found ? *found : gm_map_take(&s->map, e->addr, &v) ? (uint32_t)v : NO_ALLOC;
+        if (i != NO_ALLOC) {
+            s->lite_trace[i].free_event = (int32_t)k;
+            s->lite_trace[i].stack |= e->stack != 0 ? LITE_FREE_HAS_STACK : 0;
+        } else {
+            struct ana_lite *a = scan_push_lite(s, &s->lite_early, &s->n_early, &s->cap_early, e);
+            if (!a)
+                return false;
+            a->free_event = (int32_t)k;
+            a->stack = e->stack != 0 ? LITE_FREE_HAS_STACK : 0;
+        }
+        break;
+    }
+    default:
+        break;
+    }
     return true;
 }
 
@@ -669,6 +796,8 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
         s->stop = SCAN_NOMEM;
         return false;
     }
+    if (s->diff_only)
+        return scan_event_lite(s, k, e, found);
     switch (e->action) {
     case GM_ACTION_ALLOC: {
         struct gm_analysis_alloc *a = scan_push(s, &s->trace, &s->n_trace, &s->cap_trace, e, snap);
@@ -732,6 +861,8 @@ static void scan_release(struct scan *s)
     stk_release(&s->stk);
     gm_big_free(s->trace, s->cap_trace * sizeof(*s->trace));
     gm_big_free(s->early, s->cap_early * sizeof(*s->early));
+    gm_big_free(s->lite_trace, s->cap_trace * sizeof(*s->lite_trace));
+    gm_big_free(s->lite_early, s->cap_early * sizeof(*s->lite_early));
     gm_big_free(s->free_of, s->cap_free_of * sizeof(uint32_t));
     gm_big_free(s->ooms, s->cap_oom * sizeof(int64_t));
     gm_map_release(&s->map);
@@ -883,6 +1014,17 @@ static struct scan *scan_taken(struct work *w, const struct raw_rule *rule)
     if (s->abandoned || s->n != w->sd->n_events || !s->from_start ||
         (rule->steps.n && (!s->tm.dt || s->n_timed != s->n)) || (s->diff_only && !w->diff_only))
         goto out_release; /* (a diff's first pass: no free order or layout events) */
+    if (w->diff_only && !s->diff_only) {
+        /* a whole first pass, taken by a diff: its allocations made lite, in place */
+        if (!lite_of_allocs(s->trace, s->n_trace) || !lite_of_allocs(s->early, s->n_early))
+            goto out_release;
+        s->lite_trace = (struct ana_lite *)(void *)s->trace;
+        s->lite_early = (struct ana_lite *)(void *)s->early;
+        s->trace = s->early = NULL;
+        s->cap_trace *= 2;
+        s->cap_early *= 2;
+        s->diff_only = true;
+    }
     if (w->diff_only) {
         /* what a diff does not read (the times go once the phases are made) */
         gm_big_free(s->free_of, s->cap_free_of * sizeof(uint32_t));
@@ -997,6 +1139,13 @@ static void move_with_streams(struct gm_analysis_alloc *trace, size_t n, size_t 
     }
 }
 
+/* phase[] in a mapping of its own, w->phase_bytes (counted by analyse_device()); false on
+ * NOMEM. */
+static bool phase_alloc(struct work *w)
+{
+    return (w->phase = gm_big_realloc(NULL, 0, w->phase_bytes)) != NULL;
+}
+
 /* Step 1: the scan the loader made, or a walk of the trace; then what needs the whole
  * trace: the streams of the loader's allocations, the blocks alive at snapshot time, the
  * early allocations in front of the others. */
@@ -1029,10 +1178,29 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         gm_free(taken);
         s.budget = gm_budget_make(snap->memory_limit, base + s.budget.used);
         /* (the trace's allocations get theirs as they move behind the early ones, below) */
-        for (size_t i = 0; i < s.n_early; i++) {
+        for (size_t i = 0; s.early && i < s.n_early; i++) {
             s.early[i].stream = gm_snapshot_extra_stream(snap, s.early[i].stream);
         }
+        /* a diff reads the times only here: its phases go in their memory, written already
+         * (fresh memory is what costs), phase[i] over the step of event i / 2, which
+         * scan_phases() has read (it reads steps only past the events it has written:
+         * times_forward(), step_us()); then the rest of the times freed, the steps' bytes
+         * counted as the phases' */
+        bool in_times = w->diff_only && s.tm.dt && s.tm.cap_dt * sizeof(uint16_t) >= w->phase_bytes;
+        if (in_times)
+            w->phase = (uint8_t *)s.tm.dt;
+        else if (!phase_alloc(w)) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+            goto out;
+        }
         scan_phases(&s, &rule, w->phase);
+        if (in_times) {
+            uint64_t dt_bytes = (uint64_t)s.tm.cap_dt * sizeof(uint16_t);
+            s.tm.dt = NULL;
+            gm_budget_give(&s.budget, times_release(&s.tm) - dt_bytes + w->phase_bytes);
+            w->phase_bytes = (size_t)dt_bytes;
+            w->priv->n_phases_in_times++;
+        }
         if (w->diff_only)
             scan_drop_times(&s);
     } else if (!snap_events_stored(sd)) {
@@ -1055,6 +1223,10 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         /* the rule's position in the step ranges in a copy whose address no call takes:
          * kept in registers while phase[] is written */
         struct raw_rule walk_rule = rule;
+        if (!phase_alloc(w)) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+            goto out;
+        }
         uint8_t *phase = w->phase;
         struct gm_snapshot_event first;
         s.last_t = s.t0 = gm_snapshot_event_at(sd, 0, &first) ? first.time_us : 0;
@@ -1086,6 +1258,17 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 s.stop = SCAN_TOO_MANY;
                 goto stopped;
             }
+            if (s.diff_only) {
+                struct gm_snapshot_event e = {.size = blk->requested_size};
+                struct ana_lite *l;
+                if (blk->stack & LITE_FREE_HAS_STACK)
+                    s.stop = SCAN_TOO_MANY;
+                if (s.stop ||
+                    !(l = scan_push_lite(&s, &s.lite_early, &s.n_early, &s.cap_early, &e)))
+                    goto stopped;
+                l->stack = blk->stack;
+                continue;
+            }
             if (s.n_early == s.cap_early &&
                 !scan_grow(&s, (void **)&s.early, &s.cap_early, s.n_early + 1, sizeof(*s.early)))
                 goto stopped;
@@ -1109,8 +1292,10 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     /* Those from the start first: the trace's array grows by the early ones and they go in
      * front (no second copy of millions of allocations). */
     dev->n_allocs = s.n_early + s.n_trace;
-    if (dev->n_allocs &&
-        !scan_grow(&s, (void **)&s.trace, &s.cap_trace, dev->n_allocs, sizeof(*s.trace)))
+    if (dev->n_allocs && !(s.diff_only ? scan_grow(&s, (void **)&s.lite_trace, &s.cap_trace,
+                                                   dev->n_allocs, sizeof(*s.lite_trace))
+                                       : scan_grow(&s, (void **)&s.trace, &s.cap_trace,
+                                                   dev->n_allocs, sizeof(*s.trace))))
         goto stopped;
     /* what the scan holds is the analysis's now */
     w->held += s.budget.used - base;
@@ -1131,7 +1316,18 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     s.cap_free_of = s.cap_oom = 0;
     if (w->n_timed != sd->n_events)
         drop_times(w);
-    if (dev->n_allocs) {
+    if (dev->n_allocs && s.diff_only) {
+        /* a diff's: the analysis reads them once and keeps none (analyse_device()) */
+        memmove(s.lite_trace + s.n_early, s.lite_trace, s.n_trace * sizeof(*s.lite_trace));
+        if (s.n_early)
+            memcpy(s.lite_trace, s.lite_early, s.n_early * sizeof(*s.lite_early));
+        w->lite = s.lite_trace;
+        w->cap_lite = s.cap_trace;
+        dev->n_allocs = 0; /* (dev->allocs: none) */
+        w->n_lite = s.n_early + s.n_trace;
+        s.lite_trace = NULL;
+        s.cap_trace = 0;
+    } else if (dev->n_allocs) {
         if (loaded)
             move_with_streams(s.trace, s.n_trace, s.n_early, snap);
         else
@@ -2596,15 +2792,32 @@ static inline int32_t iteration_step(const struct gm_analysis_device *dev, size_
     return (int32_t)*n - 1;
 }
 
+/* How many allocations the device has: dev->allocs, or a diff's lite ones. */
+static inline size_t n_allocs(const struct work *w)
+{
+    return w->lite ? w->n_lite : w->dev->n_allocs;
+}
+
+/* Allocation i: &dev->allocs[i], or a diff's lite one made whole in *tmp. */
+static inline struct gm_analysis_alloc *alloc_at(const struct work *w, size_t i,
+                                                 struct gm_analysis_alloc *tmp)
+{
+    if (!w->lite)
+        return &w->dev->allocs[i];
+    lite_get(&w->lite[i], tmp);
+    return tmp;
+}
+
 /* Per allocation stack: allocations, iterations, the never-freed ones (allocations come in
  * event order, so iterations are visited in order). */
 static enum gm_status site_stats(struct work *w, struct gm_error *err)
 {
     const struct gm_analysis_device *dev = w->dev;
     size_t n = 0, cap = 0, iv = 0;
+    struct gm_analysis_alloc tmp;
     gm_map_init(&w->site_of, NULL);
-    for (size_t i = 0; i < dev->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[i];
+    for (size_t i = 0; i < n_allocs(w); i++) {
+        const struct gm_analysis_alloc *a = alloc_at(w, i, &tmp);
         if (a->alloc_event < 0)
             continue;
         int32_t itv = iteration_step(dev, &iv, a->alloc_event);
@@ -2672,7 +2885,7 @@ static enum gm_status frag_targets(struct work *w, struct gm_error *err)
 /* Whether allocation 'a' holds its bytes at event k (after that event's own alloc and free). */
 static bool alive_at(const struct gm_analysis_alloc *a, int64_t k)
 {
-    return a->alloc_event <= k && (a->free_event < 0 || a->free_event > k);
+    return ana_alive_at(a->alloc_event, a->free_event, k);
 }
 
 /* ANA_PARTS_DIFF: whether the category of 'a' can count, in the category split at the peak
@@ -2688,22 +2901,50 @@ static bool class_counts(const struct work *w, const struct gm_analysis_alloc *a
     return ph != GM_PHASE_FORWARD && ph != GM_PHASE_BACKWARD && ph != GM_PHASE_OPTIMIZER_STEP;
 }
 
-/* ANA_PARTS_DIFF: the category split at the peak alone, from the allocations alive at the
- * peak event (what build_series() finds there on its walk of every event). */
-static void peak_split(struct gm_analysis_device *dev)
+/* ANA_PARTS_DIFF: allocation 'a' (classified when alive at the peak) into the category split
+ * at the peak, made of the allocations alive at the peak event alone (what build_series()
+ * finds there on its walk of every event), and into the sums per stack. */
+static bool diff_add(struct work *w, struct ana_stack_sums *sums, const struct gm_analysis_alloc *a)
 {
-    if (dev->peak_event < -1 || dev->peak_event >= (int64_t)dev->n_events)
-        return; /* no point of the series is the peak */
-    for (size_t i = 0; i < dev->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[i];
-        if (!alive_at(a, dev->peak_event))
-            continue;
+    struct gm_analysis_device *dev = w->dev;
+    /* (no point of the series is the peak: no split) */
+    if (dev->peak_event >= -1 && dev->peak_event < (int64_t)dev->n_events &&
+        alive_at(a, dev->peak_event)) {
         dev->at_peak[a->category] += a->bytes;
         if (a->rule == GM_RULE_NONE)
             dev->at_peak_unexplained += a->bytes;
         if (a->rule == GM_RULE_PARAM_LIFETIME)
             dev->at_peak_lifetime_only += a->bytes;
     }
+    return ana_stack_sums_add(sums, a->stack, a->bytes, a->alloc_event, a->free_event,
+                              dev->peak_event);
+}
+
+/* ANA_PARTS_DIFF: the sums made (ana_stack_sums_add()) kept in the arena, as the device's. */
+static enum gm_status keep_sums(struct work *w, const struct ana_stack_sums *sums,
+                                struct gm_error *err)
+{
+    struct ana_device_priv *dp = gm_arena_calloc(w->arena, 1, sizeof(*dp));
+    struct ana_stack_sum *v = gm_arena_calloc(w->arena, sums->n ? sums->n : 1, sizeof(*sums->v));
+    if (!dp || !v)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+    if (sums->n)
+        memcpy(v, sums->v, sums->n * sizeof(*v));
+    dp->sums = v;
+    dp->n_sums = sums->n;
+    w->dev->priv_ = dp;
+    return GM_OK;
+}
+
+/* A diff's lite allocations, read: freed. */
+static void release_lite(struct work *w)
+{
+    if (!w->lite)
+        return;
+    w->held -= (uint64_t)w->cap_lite * sizeof(*w->lite);
+    gm_big_free(w->lite, w->cap_lite * sizeof(*w->lite));
+    w->lite = NULL;
+    w->n_lite = w->cap_lite = 0;
 }
 
 /* The bytes a layout history holds. */
@@ -2737,9 +2978,11 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     const struct gm_snapshot_device *sd = &snap->devices[d];
     struct gm_snapshot_timeline tl;
     struct ana_device_priv *dp;
+    struct ana_stack_sums sums;
     struct work w;
     enum gm_status st;
 
+    memset(&sums, 0, sizeof(sums));
     memset(&tl, 0, sizeof(tl));
     memset(&w, 0, sizeof(w));
     w.snap = snap;
@@ -2770,12 +3013,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         st = over_limit(&w, err);
         goto out;
     }
-    w.phase = gm_big_realloc(NULL, 0, n ? n : 1);
-    if (!w.phase) {
-        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory for device %d",
-                     (int)sd->index);
-        goto out;
-    }
+    w.phase_bytes = n ? n : 1; /* (made by scan_trace) */
 
     if ((st = scan_trace(&w, err)) != GM_OK)
         goto out;
@@ -2803,25 +3041,35 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
     }
     if ((st = ana_rules_device(cls->rules, sd, w.tm.dt ? &w.tm : NULL, err)) != GM_OK)
         goto out;
-    for (size_t i = 0, run = 0, iv = 0; i < dev->n_allocs; i++) {
-        int64_t k = dev->allocs[i].alloc_event;
+    if (w.diff_only && !ana_stack_sums_init(&sums, snap->n_stacks)) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+        goto out;
+    }
+    for (size_t i = 0, run = 0, iv = 0; i < n_allocs(&w); i++) {
+        struct gm_analysis_alloc tmp, *a = alloc_at(&w, i, &tmp);
+        int64_t k = a->alloc_event;
         int32_t it = iteration_step(dev, &iv, k);
         /* the run holding it (runs cover the trace), found by stepping forward:
          * allocations are in event order */
         while (k >= 0 && run + 1 < dev->n_phases && dev->phases[run + 1].first_event <= k)
             run++;
-        if (!w.diff_only || class_counts(&w, &dev->allocs[i]))
-            classify_alloc(&w, &dev->allocs[i], it, k < 0 ? SIZE_MAX : run);
-        if (dev->allocs[i].stack || dev->allocs[i].free_has_stack)
+        if (!w.diff_only || class_counts(&w, a))
+            classify_alloc(&w, a, it, k < 0 ? SIZE_MAX : run);
+        if (a->stack || a->free_has_stack)
             dev->has_frames = true;
+        if (w.diff_only && !diff_add(&w, &sums, a)) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+            goto out;
+        }
     }
     if (w.diff_only) {
-        /* the peak's split and phase; no series, iteration figures, leaks, layout or
-         * fragmentation */
-        peak_split(dev);
+        /* the peak's split and phase, the sums per stack and no allocation; no series,
+         * iteration figures, leaks, layout or fragmentation */
+        release_lite(&w);
+        if ((st = keep_sums(&w, &sums, err)) != GM_OK)
+            goto out;
         dev->peak_phase = (uint8_t)gm_analysis_phase_at(dev, dev->peak_event);
         dev->peak_iteration = iteration_of(&w, dev->peak_event);
-        st = GM_OK;
         goto out;
     }
     if ((st = ana_user_phases(snap, sd, w.tm.dt ? &w.tm : NULL, w.arena, dev, err)) != GM_OK)
@@ -2867,7 +3115,7 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         w.cap_free_of = 0;
     }
     /* the per-event phases are not needed any more: give them back before the sweep */
-    gm_big_free(w.phase, n ? n : 1);
+    gm_big_free(w.phase, w.phase_bytes);
     w.phase = NULL;
     /* the segments' history, kept: the sweep below and the report's state read it (its
      * segment events gathered by scan_trace's walk) */
@@ -2882,13 +3130,15 @@ out:
     ix_release(&w.iters_ix);
     gm_free(w.sites);
     gm_free(w.next_fwd);
-    gm_big_free(w.phase, n ? n : 1);
+    gm_big_free(w.phase, w.phase_bytes);
     drop_times(&w);
     release_stacks(&w);
     gm_big_free(w.spare, w.spare_bytes);
     gm_big_free(w.free_of, w.cap_free_of * sizeof(uint32_t));
     gm_big_free(w.ooms, w.cap_oom * sizeof(int64_t));
     gm_snapshot_timeline_release(&tl);
+    release_lite(&w);
+    ana_stack_sums_release(&sums);
     return st;
 }
 

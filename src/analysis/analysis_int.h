@@ -174,17 +174,70 @@ struct ana_priv {
     struct gm_lod_totals *totals;      /* one per device (gm_analysis_opts.totals), or NULL */
     struct ana_cats *totals_cats;      /* with them, one per device: gm_analysis_totals_cats() */
     size_t n_first_pass_taken;         /* devices whose first pass the load made (tests read it) */
+    size_t n_phases_in_times; /* a diff's devices whose phases took the times' memory (tests) */
 };
 
 /* What ana_run() computes: everything (gm_analysis_run()), everything but the series
  * (gm_analysis_run_figures()), or only what gm_analysis_diff() reads
  * (gm_analysis_diff_prepare()): per device the peak, its phase and iteration, the category
- * split at it and the allocations with their events and stacks; the category of an
- * allocation only where it counts in that split. */
+ * split at it and the allocations' sums per stack (ana_device_priv.sums), no allocation
+ * kept; the category of an allocation made only where it counts in that split. */
 enum ana_parts { ANA_PARTS_ALL, ANA_PARTS_FIGURES, ANA_PARTS_DIFF };
 
 enum gm_status ana_run(const struct gm_snapshot *snap, const struct gm_analysis_opts *opts,
                        enum ana_parts parts, struct gm_analysis **out, struct gm_error *err);
+
+/* Whether an allocation made at event 'alloc_event' (-1: from the start) and freed at
+ * 'free_event' (-1: never) holds its bytes after event k (its own alloc and free included). */
+static inline bool ana_alive_at(int64_t alloc_event, int64_t free_event, int64_t k)
+{
+    return alloc_event <= k && (free_event < 0 || free_event > k);
+}
+
+/* The allocations of one stack, as a diff reads them (diff.c): its bytes over the trace,
+ * and those alive at the device's peak event (allocated at or before it, freed after it or
+ * never) with their count. */
+struct ana_stack_sum {
+    uint32_t stack;
+    uint64_t total;
+    uint64_t bytes;
+    uint64_t count;
+};
+
+/* Per stack its sums, the stacks in the order their first allocation comes in the device's
+ * allocations (diff.c makes its sites in that order). */
+struct ana_stack_sums {
+    struct ana_stack_sum *v;
+    size_t n, cap;
+    uint32_t *slot_of; /* stack id < n_ids -> its index in v, UINT32_MAX: none yet */
+    size_t n_ids;
+    struct gm_map other; /* a stack id >= n_ids -> its index in v */
+};
+
+/* Sums for a snapshot of 'n_stacks' stacks; false on NOMEM. */
+bool ana_stack_sums_init(struct ana_stack_sums *s, size_t n_stacks);
+void ana_stack_sums_release(struct ana_stack_sums *s);
+
+/* The index in s->v of 'stack', added at the end when new; UINT32_MAX on NOMEM. */
+uint32_t ana_stack_sums_slot(struct ana_stack_sums *s, uint32_t stack);
+
+/* One allocation of 'bytes' of 'stack' made at event 'alloc_event' and freed at 'free_event'
+ * (-1: from the start / never) into the sums, against the peak event 'peak'; false on NOMEM.
+ * (Inline: once per allocation, a stack seen before in one array read.) */
+static inline bool ana_stack_sums_add(struct ana_stack_sums *s, uint32_t stack, uint64_t bytes,
+                                      int64_t alloc_event, int64_t free_event, int64_t peak)
+{
+    uint32_t slot = stack < s->n_ids ? s->slot_of[stack] : UINT32_MAX;
+    if (slot == UINT32_MAX && (slot = ana_stack_sums_slot(s, stack)) == UINT32_MAX)
+        return false;
+    struct ana_stack_sum *x = &s->v[slot];
+    x->total += bytes;
+    if (ana_alive_at(alloc_event, free_event, peak)) {
+        x->bytes += bytes;
+        x->count++;
+    }
+    return true;
+}
 
 /* What one device's analysis keeps beside its public results. */
 struct ana_device_priv {
@@ -196,6 +249,10 @@ struct ana_device_priv {
      * merge (regions.c), no array per event */
     const uint32_t *free_order;
     size_t n_free_order;
+    /* gm_analysis_diff_prepare(), which keeps no allocations: their sums per stack, in the
+     * order of ana_stack_sums (in the arena; NULL otherwise) */
+    const struct ana_stack_sum *sums;
+    size_t n_sums;
 };
 
 /* Keep 'p' (a gm_big array of 'bytes') until gm_analysis_free(); false when out of memory

@@ -103,65 +103,118 @@ struct sites {
     size_t n, cap;
 };
 
+bool ana_stack_sums_init(struct ana_stack_sums *s, size_t n_stacks)
+{
+    size_t size = (n_stacks ? n_stacks : 1) * sizeof(uint32_t);
+    memset(s, 0, sizeof(*s));
+    gm_map_init(&s->other, NULL);
+    /* stack ids are dense (the loader interns every stack below n_stacks): an array */
+    if (!(s->slot_of = gm_malloc(size)))
+        return false;
+    memset(s->slot_of, 0xff, size);
+    s->n_ids = n_stacks;
+    return true;
+}
+
+void ana_stack_sums_release(struct ana_stack_sums *s)
+{
+    gm_free(s->v);
+    gm_free(s->slot_of);
+    gm_map_release(&s->other);
+    memset(s, 0, sizeof(*s));
+}
+
+uint32_t ana_stack_sums_slot(struct ana_stack_sums *s, uint32_t stack)
+{
+    uint32_t slot = stack < s->n_ids ? s->slot_of[stack] : ana_map_u32(&s->other, stack);
+    if (slot != UINT32_MAX)
+        return slot;
+    if (s->n >= UINT32_MAX - 1)
+        return UINT32_MAX;
+    struct ana_stack_sum *x = GM_VEC_PUSH(s->v, s->n, s->cap, NULL);
+    if (!x)
+        return UINT32_MAX;
+    memset(x, 0, sizeof(*x));
+    x->stack = stack;
+    slot = (uint32_t)(s->n - 1);
+    if (stack < s->n_ids)
+        s->slot_of[stack] = slot;
+    else if (!gm_map_put(&s->other, stack, slot))
+        return UINT32_MAX;
+    return slot;
+}
+
+/* The sums per stack of 'dev': those its analysis kept (gm_analysis_diff_prepare()), else
+ * made from its allocations into *made (released by the caller). */
+static enum gm_status sums_of(const struct gm_analysis *an, const struct gm_analysis_device *dev,
+                              struct ana_stack_sums *made, const struct ana_stack_sum **v,
+                              size_t *n, struct gm_error *err)
+{
+    memset(made, 0, sizeof(*made));
+    if (dev->priv_ && dev->priv_->sums) {
+        *v = dev->priv_->sums;
+        *n = dev->priv_->n_sums;
+        return GM_OK;
+    }
+    if (!ana_stack_sums_init(made, an->snap->n_stacks))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
+    for (size_t i = 0; i < dev->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &dev->allocs[i];
+        if (!ana_stack_sums_add(made, a->stack, a->bytes, a->alloc_event, a->free_event,
+                                dev->peak_event))
+            return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
+    }
+    *v = made->v;
+    *n = made->n;
+    return GM_OK;
+}
+
+/* The stacks of one side into the sites, each stack's allocations at once (their sums; the
+ * stacks in the order of their first allocation, so that the sites come in that order). */
 static enum gm_status add_side(struct smap *m, struct sites *s, const struct gm_analysis *an,
                                const struct gm_analysis_device *dev, int side, struct gm_error *err)
 {
-    /* stack -> site, UINT32_MAX until seen: stack ids are dense, so an array, one per side
-     * (this loop runs once per allocation, after the two files' threads, alone).  An id
-     * outside it is never met in a loaded snapshot (the loader interns every stack below
-     * n_stacks); were one met, its site would be looked up by its key each time. */
-    size_t n_ids = an->snap->n_stacks;
-    size_t size = (n_ids ? n_ids : 1) * sizeof(uint32_t);
-    uint32_t *site_of = gm_malloc(size);
-    enum gm_status st;
-    if (!site_of)
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
-    memset(site_of, 0xff, size);
-    for (size_t i = 0; i < dev->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &dev->allocs[i];
-        uint32_t site = a->stack < n_ids ? site_of[a->stack] : UINT32_MAX;
-        if (site == UINT32_MAX) {
-            char *key = stack_key(an->snap, a->stack);
-            if (!key)
-                goto nomem;
-            bool is_new;
-            size_t idx = smap_get_or_add(m, key, &is_new);
-            if (idx == SIZE_MAX) {
-                gm_free(key);
-                goto nomem;
-            }
-            if (is_new) {
-                struct gm_analysis_diff_site *ds = GM_VEC_PUSH(s->v, s->n, s->cap, NULL);
-                if (!ds)
-                    goto nomem;
-                memset(ds, 0, sizeof(*ds));
-                ds->stack[0] = ds->stack[1] = UINT32_MAX;
-            }
-            if (idx >= UINT32_MAX) {
-                st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "diff: too many sites");
-                goto out;
-            }
-            site = (uint32_t)idx;
-            if (a->stack < n_ids)
-                site_of[a->stack] = site;
+    struct ana_stack_sums made;
+    const struct ana_stack_sum *v = NULL;
+    size_t n = 0;
+    enum gm_status st = sums_of(an, dev, &made, &v, &n, err);
+    if (st != GM_OK)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const struct ana_stack_sum *x = &v[i];
+        char *key = stack_key(an->snap, x->stack);
+        if (!key)
+            goto nomem;
+        bool is_new;
+        size_t idx = smap_get_or_add(m, key, &is_new);
+        if (idx == SIZE_MAX) {
+            gm_free(key);
+            goto nomem;
         }
-        struct gm_analysis_diff_site *ds = &s->v[site];
+        if (is_new) {
+            struct gm_analysis_diff_site *ds = GM_VEC_PUSH(s->v, s->n, s->cap, NULL);
+            if (!ds)
+                goto nomem;
+            memset(ds, 0, sizeof(*ds));
+            ds->stack[0] = ds->stack[1] = UINT32_MAX;
+        }
+        if (idx >= UINT32_MAX) {
+            st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET, "diff: too many sites");
+            goto out;
+        }
+        struct gm_analysis_diff_site *ds = &s->v[idx];
         if (ds->stack[side] == UINT32_MAX)
-            ds->stack[side] = a->stack;
-        ds->total[side] += a->bytes;
-        bool alive = a->alloc_event <= dev->peak_event &&
-                     (a->free_event < 0 || a->free_event > dev->peak_event);
-        if (alive) {
-            ds->bytes[side] += a->bytes;
-            ds->count[side]++;
-        }
+            ds->stack[side] = x->stack;
+        ds->total[side] += x->total;
+        ds->bytes[side] += x->bytes;
+        ds->count[side] += x->count;
     }
     st = GM_OK;
     goto out;
 nomem:
     st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "diff: out of memory");
 out:
-    gm_free(site_of);
+    ana_stack_sums_release(&made);
     return st;
 }
 

@@ -1581,9 +1581,29 @@ static void test_walk_consumers_of_random_traces(void **state)
 
 /* ---- the analysis for a diff: what it keeps equals the full analysis's ---- */
 
+/* Whether the sums per stack a diff's analysis kept for device 'y' are those of the
+ * allocations of the full analysis's device 'x' (made by the one rule, ana_stack_sums_add()). */
+static bool sums_agree(const struct gm_analysis *full, const struct gm_analysis_device *x,
+                       const struct gm_analysis_device *y)
+{
+    struct ana_stack_sums want;
+    bool same;
+    assert_true(ana_stack_sums_init(&want, full->snap->n_stacks));
+    for (size_t i = 0; i < x->n_allocs; i++) {
+        const struct gm_analysis_alloc *a = &x->allocs[i];
+        assert_true(ana_stack_sums_add(&want, a->stack, a->bytes, a->alloc_event, a->free_event,
+                                       x->peak_event));
+    }
+    assert_non_null(y->priv_);
+    same = want.n == y->priv_->n_sums &&
+           (!want.n || !memcmp(want.v, y->priv_->sums, want.n * sizeof(*want.v)));
+    ana_stack_sums_release(&want);
+    return same;
+}
+
 /* gm_analysis_diff_prepare() of 'snap' gives, per device, the peak, its phase and iteration,
- * the split at it and the allocations of gm_analysis_run() (the categories of those alive at
- * the peak), and a diff of two such analyses equals the diff of two full ones. */
+ * the split at it and, in place of the allocations of gm_analysis_run() (it keeps none), their
+ * sums per stack, and a diff of two such analyses equals the diff of two full ones. */
 static void diff_analysis_agrees(const struct gm_snapshot *snap,
                                  const struct gm_category_rules *rules, const char *name)
 {
@@ -1604,19 +1624,12 @@ static void diff_analysis_agrees(const struct gm_snapshot *snap,
         assert_int_equal(x->peak_iteration, y->peak_iteration);
         assert_true(x->at_peak_unexplained == y->at_peak_unexplained);
         assert_true(x->at_peak_lifetime_only == y->at_peak_lifetime_only);
-        assert_int_equal(x->n_allocs, y->n_allocs);
-        for (size_t i = 0; i < x->n_allocs; i++) {
-            const struct gm_analysis_alloc *a = &x->allocs[i], *b = &y->allocs[i];
-            assert_true(a->bytes == b->bytes);
-            assert_int_equal(a->stack, b->stack);
-            assert_int_equal(a->alloc_event, b->alloc_event);
-            assert_int_equal(a->free_event, b->free_event);
-            if (a->alloc_event <= x->peak_event &&
-                (a->free_event < 0 || a->free_event > x->peak_event)) {
-                assert_int_equal(a->category, b->category);
-                assert_int_equal(a->rule, b->rule);
-            }
-        }
+        assert_true(x->has_frames == y->has_frames);
+        /* the diff's analysis keeps no allocation, only their sums */
+        assert_null(y->allocs);
+        assert_int_equal(y->n_allocs, 0);
+        if (!sums_agree(full, x, y))
+            fail_msg("%s device %d: the diff's sums per stack differ", name, (int)x->device);
     }
     assert_int_equal(gm_analysis_diff(full, full, &df, &err), GM_OK);
     assert_int_equal(gm_analysis_diff(part, part, &dp, &err), GM_OK);
@@ -1630,6 +1643,7 @@ static void diff_analysis_agrees(const struct gm_snapshot *snap,
             assert_memory_equal(x->sites[i].stack, y->sites[i].stack, sizeof(x->sites[i].stack));
             assert_memory_equal(x->sites[i].bytes, y->sites[i].bytes, sizeof(x->sites[i].bytes));
             assert_memory_equal(x->sites[i].total, y->sites[i].total, sizeof(x->sites[i].total));
+            assert_memory_equal(x->sites[i].count, y->sites[i].count, sizeof(x->sites[i].count));
             assert_int_equal(x->sites[i].apart, y->sites[i].apart);
         }
     }
@@ -2687,6 +2701,38 @@ static void diff_analysis_agrees_file(const char *path)
     gm_snapshot_free(snap);
 }
 
+/* ana_stack_sums: one entry per stack in the order of its first allocation, stack ids past
+ * the array (n_ids) as well as those in it; every allocation's bytes in its total, those
+ * alive at the peak event (allocated at or before it, freed after it or never) in bytes and
+ * count. */
+static void test_stack_sums_per_stack_in_first_order(void **state)
+{
+    (void)state;
+    struct ana_stack_sums s;
+    assert_true(ana_stack_sums_init(&s, 4));
+    /* peak event 10: alive there are those made at <= 10 and freed > 10 or never */
+    assert_true(ana_stack_sums_add(&s, 3, 100, 2, 5, 10));  /* freed before the peak */
+    assert_true(ana_stack_sums_add(&s, 70, 7, -1, -1, 10)); /* past n_ids, from the start */
+    assert_true(ana_stack_sums_add(&s, 3, 40, 10, 11, 10)); /* made at the peak: alive */
+    assert_true(ana_stack_sums_add(&s, 1, 9, 11, -1, 10));  /* made after it */
+    assert_true(ana_stack_sums_add(&s, 70, 1, 3, 10, 10));  /* freed at the peak */
+    assert_true(ana_stack_sums_add(&s, 70, 2, 4, -1, 10));  /* never freed: alive */
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.v[0].stack, 3);
+    assert_int_equal(s.v[1].stack, 70);
+    assert_int_equal(s.v[2].stack, 1);
+    assert_int_equal(s.v[0].total, 140);
+    assert_int_equal(s.v[0].bytes, 40);
+    assert_int_equal(s.v[0].count, 1);
+    assert_int_equal(s.v[1].total, 10);
+    assert_int_equal(s.v[1].bytes, 9);
+    assert_int_equal(s.v[1].count, 2);
+    assert_int_equal(s.v[2].total, 9);
+    assert_int_equal(s.v[2].bytes, 0);
+    assert_int_equal(s.v[2].count, 0);
+    ana_stack_sums_release(&s);
+}
+
 /* the diff's analysis on every real snapshot */
 static void test_diff_analysis_of_real_files_equals_the_full_one(void **state)
 {
@@ -2710,6 +2756,13 @@ static void analyses_equal(const struct gm_analysis *a, const struct gm_analysis
         assert_int_equal(x->n_phases, y->n_phases);
         if (x->n_allocs && memcmp(x->allocs, y->allocs, x->n_allocs * sizeof(*x->allocs)))
             fail_msg("%s device %d: the allocations differ", name, (int)x->device);
+        /* a diff's analysis: the sums per stack in place of the allocations */
+        assert_true(a->diff_only == b->diff_only);
+        if (a->diff_only &&
+            (x->priv_->n_sums != y->priv_->n_sums ||
+             (x->priv_->n_sums &&
+              memcmp(x->priv_->sums, y->priv_->sums, x->priv_->n_sums * sizeof(*x->priv_->sums)))))
+            fail_msg("%s device %d: the sums per stack differ", name, (int)x->device);
     }
     if (a->diff_only)
         return;
@@ -2732,10 +2785,12 @@ typedef enum gm_status (*analyse_fn)(const struct gm_snapshot *snap,
 
 /* The diff's first pass (gm_analysis_diff_first_pass_consumer()) of 'len' bytes at 'buf': the
  * diff's analysis takes it wherever it takes the whole first pass and finds the walk's
- * allocations and split at the peak, and it
+ * sums per stack and split at the peak, with its phases in the times' memory on every device
+ * whose pass it took ('phases_in_times' 1: the times kept to the end; -1: unchecked), and it
  * holds fewer bytes than the whole first pass where a trace frees anything (no order of the
  * frees); any other analysis of a snapshot loaded with it walks, with the walk's results. */
-static void diff_first_pass_agrees(const char *buf, size_t len, const char *name)
+static void diff_first_pass_agrees(const char *buf, size_t len, const char *name,
+                                   int phases_in_times)
 {
     struct gm_snapshot_opts whole, diff;
     struct gm_snapshot *plain, *fw, *fd, *fd2;
@@ -2759,7 +2814,15 @@ static void diff_first_pass_agrees(const char *buf, size_t len, const char *name
     assert_int_equal(gm_analysis_diff_prepare(fw, NULL, &e, &err), GM_OK);
     assert_int_equal(((const struct ana_priv *)b->priv_)->n_first_pass_taken,
                      ((const struct ana_priv *)e->priv_)->n_first_pass_taken);
+    /* the phases in the times' memory wherever the diff took a first pass that kept them (the
+     * step ranges read first); never on a walk */
+    assert_int_equal(((const struct ana_priv *)a->priv_)->n_phases_in_times, 0);
+    if (phases_in_times >= 0)
+        assert_int_equal(((const struct ana_priv *)b->priv_)->n_phases_in_times,
+                         phases_in_times ? ((const struct ana_priv *)b->priv_)->n_first_pass_taken
+                                         : 0);
     analyses_equal(a, b, false, name);
+    analyses_equal(a, e, false, name); /* (the whole first pass's allocations made lite) */
     for (size_t i = 0; i < a->n_devices; i++)
         if (memcmp(a->devices[i].at_peak, b->devices[i].at_peak, sizeof(a->devices[i].at_peak)))
             fail_msg("%s device %d: the split at the peak differs with the diff's first pass", name,
@@ -2783,7 +2846,7 @@ static void diff_first_pass_agrees(const char *buf, size_t len, const char *name
  * loaded without it, and so does a second analysis of the same snapshot (which walks the
  * trace: the first took the loader's work); the first pass's work was there to take.  The
  * diff's first pass too (diff_first_pass_agrees()). */
-static void first_pass_agrees(const char *buf, size_t len, const char *name)
+static void first_pass_agrees(const char *buf, size_t len, const char *name, int phases_in_times)
 {
     static const analyse_fn runs[] = {gm_analysis_run, gm_analysis_run_figures,
                                       gm_analysis_diff_prepare};
@@ -2814,7 +2877,7 @@ static void first_pass_agrees(const char *buf, size_t len, const char *name)
         gm_snapshot_free(plain);
         gm_snapshot_free(fed);
     }
-    diff_first_pass_agrees(buf, len, name);
+    diff_first_pass_agrees(buf, len, name, phases_in_times);
 }
 
 static void test_first_pass_while_loading_equals_the_walk(void **state)
@@ -2824,7 +2887,7 @@ static void test_first_pass_while_loading_equals_the_walk(void **state)
         char *buf;
         size_t len;
         gm_snapshot_free(load_example(phases, &buf, &len));
-        first_pass_agrees(buf, len, phases ? "the example with phases" : "the example");
+        first_pass_agrees(buf, len, phases ? "the example with phases" : "the example", 1);
         free(buf);
     }
 }
@@ -2842,7 +2905,7 @@ static void first_pass_agrees_file(const char *path)
     assert_non_null(buf = malloc((size_t)n + 1));
     assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
     fclose(f);
-    first_pass_agrees(buf, (size_t)n, path);
+    first_pass_agrees(buf, (size_t)n, path, -1);
     free(buf);
 }
 
@@ -3055,7 +3118,7 @@ static void test_first_pass_of_more_stacks_than_16_bits_equals_the_walk(void **s
     struct gm_snapshot *sa, *sb;
     (void)state;
     write_many_stacks(&buf, &len);
-    first_pass_agrees(buf, len, "more stacks than 16 bits");
+    first_pass_agrees(buf, len, "more stacks than 16 bits", 1);
     struct gm_analysis *a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
     struct gm_analysis *b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
     /* what the case is about: stack ids past 16 bits, the first pass taken, phases */
@@ -3163,7 +3226,7 @@ static void test_first_pass_used_on_streams_and_step_ranges(void **state)
             size_t len;
             write_streams_and_steps(&buf, &len, (enum steps_times)tk);
             if (l == 0)
-                first_pass_agrees(buf, len, "streams and step ranges");
+                first_pass_agrees(buf, len, "streams and step ranges", 1);
             char *ha, *hb;
             size_t ta, tb;
             struct gm_snapshot *sa, *sb;
@@ -3237,7 +3300,7 @@ static void test_first_pass_early_allocations_keep_their_streams(void **state)
         struct gm_snapshot *snap;
         struct gm_analysis *an;
         write_early_frees_on_streams(&buf, &len, n_early[c]);
-        first_pass_agrees(buf, len, "early frees on streams");
+        first_pass_agrees(buf, len, "early frees on streams", 1);
         an = analyse_loaded(buf, len, 0, true, &snap, &html, &taken);
         assert_int_equal(taken, 1);
         const struct gm_analysis_device *d = &an->devices[0];
@@ -3667,7 +3730,7 @@ static void test_first_pass_pairs_events_with_the_folds_map(void **state)
     struct gm_analysis *a, *b;
     (void)state;
     write_pairs(&buf, &len);
-    first_pass_agrees(buf, len, "pairs");
+    first_pass_agrees(buf, len, "pairs", 1);
     a = analyse_loaded(buf, len, 0, false, &sa, &ha, &ta);
     b = analyse_loaded(buf, len, 0, true, &sb, &hb, &tb);
     assert_int_equal(ta, 0);
@@ -4008,6 +4071,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_peaks_from_the_analysis_match_the_timeline),
     cmocka_unit_test(test_axis_xs_of_many_events_equal_each_asked_alone),
     cmocka_unit_test(test_diff_analysis_of_the_example_equals_the_full_one),
+    cmocka_unit_test(test_stack_sums_per_stack_in_first_order),
     cmocka_unit_test(test_consumed_load_answers_as_one_that_keeps_the_events),
     cmocka_unit_test(test_consumed_load_refuses_what_reads_the_trace),
     cmocka_unit_test(test_consumed_load_under_memory_limits),
