@@ -692,22 +692,69 @@ static bool scan_stack_wide(struct scan *s, size_t k, uint32_t stack, bool has_p
     return true;
 }
 
-/* scan_event()'s allocations and frees for a diff's scan: lite allocations, no free order
- * (an oom is no matter of a diff's). */
-static GM_INLINE_ALWAYS bool
-scan_event_lite(struct scan *s, size_t k, const struct gm_snapshot_event *e, const uint32_t *found)
+/* An allocation the scan keeps: the analysis' record, or (a diff's scan, lite) its lite one. */
+struct scan_rec {
+    struct gm_analysis_alloc *a;
+    struct ana_lite *l;
+};
+
+/* A new allocation of 'e' at the end of the trace's or (early) the early ones' array;
+ * neither pointer set when it cannot be kept (s->stop). */
+static GM_INLINE_ALWAYS struct scan_rec scan_rec_push(struct scan *s, bool early,
+                                                      const struct gm_snapshot_event *e,
+                                                      const struct gm_snapshot *snap, bool lite)
+{
+    struct scan_rec r = {NULL, NULL};
+    if (!lite)
+        r.a = early ? scan_push(s, &s->early, &s->n_early, &s->cap_early, e, snap)
+                    : scan_push(s, &s->trace, &s->n_trace, &s->cap_trace, e, snap);
+    else if (!early && (e->stack & LITE_FREE_HAS_STACK))
+        s->stop = SCAN_TOO_MANY; /* (the flag bit is the stack's) */
+    else
+        r.l = early ? scan_push_lite(s, &s->lite_early, &s->n_early, &s->cap_early, e)
+                    : scan_push_lite(s, &s->lite_trace, &s->n_trace, &s->cap_trace, e);
+    return r;
+}
+
+static GM_INLINE_ALWAYS struct scan_rec scan_rec_at(const struct scan *s, uint32_t i, bool lite)
+{
+    struct scan_rec r = {NULL, NULL};
+    if (lite)
+        r.l = &s->lite_trace[i];
+    else
+        r.a = &s->trace[i];
+    return r;
+}
+
+/* Whether its free_requested or free_completed has a stack: set ('or_in': added to). */
+static GM_INLINE_ALWAYS void scan_rec_free_stack(struct scan_rec r, bool has, bool or_in)
+{
+    if (r.l)
+        r.l->stack = (or_in ? r.l->stack : r.l->stack & ~LITE_FREE_HAS_STACK) |
+                     (has ? LITE_FREE_HAS_STACK : 0);
+    else
+        r.a->free_has_stack = (uint8_t)((or_in && r.a->free_has_stack) || has);
+}
+
+/* Event k's allocation or free matched by address (the one rule of gm_snapshot_timeline()),
+ * into the analysis' records or (lite: a diff's scan) its lite ones; a diff keeps no free
+ * order and no oom (no matter of a diff's).  False when the scan stops. */
+static GM_INLINE_ALWAYS bool scan_match(struct scan *s, size_t k, const struct gm_snapshot_event *e,
+                                        const struct gm_snapshot *snap, const uint32_t *found,
+                                        bool lite)
 {
     switch (e->action) {
     case GM_ACTION_ALLOC: {
-        struct ana_lite *a = NULL;
-        if (e->stack & LITE_FREE_HAS_STACK)
-            s->stop = SCAN_TOO_MANY;
-        else
-            a = scan_push_lite(s, &s->lite_trace, &s->n_trace, &s->cap_trace, e);
-        if (!a)
+        struct scan_rec r = scan_rec_push(s, false, e, snap, lite);
+        if (!r.a && !r.l)
             return false;
-        a->alloc_event = (int32_t)k;
-        a->stack = e->stack;
+        if (lite) {
+            r.l->alloc_event = (int32_t)k;
+            r.l->stack = e->stack;
+        } else {
+            r.a->alloc_event = (int32_t)k;
+            r.a->stack = e->stack;
+        }
         if (!found && !gm_map_put(&s->map, e->addr, s->n_trace - 1)) {
             s->stop = SCAN_NOMEM;
             return false;
@@ -716,28 +763,51 @@ scan_event_lite(struct scan *s, size_t k, const struct gm_snapshot_event *e, con
     }
     case GM_ACTION_FREE_REQUESTED: {
         uint32_t i = found ? *found : ana_map_u32(&s->map, e->addr);
-        if (i != NO_ALLOC && s->lite_trace[i].free_requested_event < 0) {
-            s->lite_trace[i].free_requested_event = (int32_t)k;
-            s->lite_trace[i].stack = (s->lite_trace[i].stack & ~LITE_FREE_HAS_STACK) |
-                                     (e->stack != 0 ? LITE_FREE_HAS_STACK : 0);
+        if (i != NO_ALLOC) {
+            struct scan_rec r = scan_rec_at(s, i, lite);
+            int32_t *req = lite ? &r.l->free_requested_event : &r.a->free_requested_event;
+            if (*req < 0) {
+                *req = (int32_t)k;
+                scan_rec_free_stack(r, e->stack != 0, false);
+            }
         }
         break;
     }
     case GM_ACTION_FREE_COMPLETED: {
         uint64_t v;
         uint32_t i = found ? *found : gm_map_take(&s->map, e->addr, &v) ? (uint32_t)v : NO_ALLOC;
+        struct scan_rec r;
+        if (!lite && s->n_free_of == s->cap_free_of &&
+            !scan_grow(s, (void **)&s->free_of, &s->cap_free_of, s->n_free_of + 1,
+                       sizeof(uint32_t)))
+            return false;
         if (i != NO_ALLOC) {
-            s->lite_trace[i].free_event = (int32_t)k;
-            s->lite_trace[i].stack |= e->stack != 0 ? LITE_FREE_HAS_STACK : 0;
+            r = scan_rec_at(s, i, lite);
+            scan_rec_free_stack(r, e->stack != 0, true);
+            if (!lite)
+                s->free_of[s->n_free_of++] = i;
         } else {
-            struct ana_lite *a = scan_push_lite(s, &s->lite_early, &s->n_early, &s->cap_early, e);
-            if (!a)
+            r = scan_rec_push(s, true, e, snap, lite);
+            if (!r.a && !r.l)
                 return false;
-            a->free_event = (int32_t)k;
-            a->stack = e->stack != 0 ? LITE_FREE_HAS_STACK : 0;
+            scan_rec_free_stack(r, e->stack != 0, false);
+            if (!lite)
+                s->free_of[s->n_free_of++] = (uint32_t)(s->n_early - 1) | EARLY;
         }
+        if (lite)
+            r.l->free_event = (int32_t)k;
+        else
+            r.a->free_event = (int32_t)k;
         break;
     }
+    case GM_ACTION_OOM:
+        if (lite)
+            break;
+        if (s->n_oom == s->cap_oom &&
+            !scan_grow(s, (void **)&s->ooms, &s->cap_oom, s->n_oom + 1, sizeof(int64_t)))
+            return false;
+        s->ooms[s->n_oom++] = (int64_t)k;
+        break;
     default:
         break;
     }
@@ -796,63 +866,8 @@ static GM_INLINE_ALWAYS bool scan_event(struct scan *s, size_t k, const struct g
         s->stop = SCAN_NOMEM;
         return false;
     }
-    if (s->diff_only)
-        return scan_event_lite(s, k, e, found);
-    switch (e->action) {
-    case GM_ACTION_ALLOC: {
-        struct gm_analysis_alloc *a = scan_push(s, &s->trace, &s->n_trace, &s->cap_trace, e, snap);
-        if (!a)
-            return false;
-        a->alloc_event = (int32_t)k;
-        a->stack = e->stack;
-        if (!found && !gm_map_put(&s->map, e->addr, s->n_trace - 1)) {
-            s->stop = SCAN_NOMEM;
-            return false;
-        }
-        break;
-    }
-    case GM_ACTION_FREE_REQUESTED: {
-        uint32_t i = found ? *found : ana_map_u32(&s->map, e->addr);
-        if (i != NO_ALLOC && s->trace[i].free_requested_event < 0) {
-            s->trace[i].free_requested_event = (int32_t)k;
-            s->trace[i].free_has_stack = e->stack != 0;
-        }
-        break;
-    }
-    case GM_ACTION_FREE_COMPLETED: {
-        uint64_t v;
-        uint32_t i = found ? *found : gm_map_take(&s->map, e->addr, &v) ? (uint32_t)v : NO_ALLOC;
-        if (!s->diff_only && s->n_free_of == s->cap_free_of &&
-            !scan_grow(s, (void **)&s->free_of, &s->cap_free_of, s->n_free_of + 1,
-                       sizeof(uint32_t)))
-            return false;
-        if (i != NO_ALLOC) {
-            s->trace[i].free_event = (int32_t)k;
-            s->trace[i].free_has_stack |= e->stack != 0;
-            if (!s->diff_only)
-                s->free_of[s->n_free_of++] = i;
-        } else {
-            struct gm_analysis_alloc *a =
-                scan_push(s, &s->early, &s->n_early, &s->cap_early, e, snap);
-            if (!a)
-                return false;
-            a->free_event = (int32_t)k;
-            a->free_has_stack = e->stack != 0;
-            if (!s->diff_only)
-                s->free_of[s->n_free_of++] = (uint32_t)(s->n_early - 1) | EARLY;
-        }
-        break;
-    }
-    case GM_ACTION_OOM:
-        if (s->n_oom == s->cap_oom &&
-            !scan_grow(s, (void **)&s->ooms, &s->cap_oom, s->n_oom + 1, sizeof(int64_t)))
-            return false;
-        s->ooms[s->n_oom++] = (int64_t)k;
-        break;
-    default:
-        break;
-    }
-    return true;
+    return s->diff_only ? scan_match(s, k, e, snap, found, true)
+                        : scan_match(s, k, e, snap, found, false);
 }
 
 static void scan_release(struct scan *s)
