@@ -436,13 +436,11 @@ static void assert_same_replay(const struct gm_estimate *a, const struct gm_esti
     assert_int_equal(a->fit.fits, b->fit.fits);
 }
 
-static void test_remembered_replay_is_the_replay(void **state)
+/* Three device sizes for 'job' on llama-3.2-1b: room to spare, the cache freed and retried,
+ * out of memory. */
+static void three_capacities(const char *job, uint64_t gib[3])
 {
-    const char *job = "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16";
-    struct gm_estimate *traced = NULL, *plain = NULL;
-    uint64_t allocated, reserved, outside, gib[3];
-    char settings[256];
-    (void)state;
+    uint64_t allocated, reserved, outside;
     run("llama-3.2-1b", job, &est);
     allocated = est->peak_allocated_bytes;
     reserved = est->replay.reserved_peak;
@@ -450,6 +448,16 @@ static void test_remembered_replay_is_the_replay(void **state)
     gib[0] = (reserved + outside) * 2;                               /* room to spare */
     gib[1] = allocated + (reserved - allocated) / 50 * 49 + outside; /* retries */
     gib[2] = allocated - allocated / 20 + outside;                   /* out of memory */
+}
+
+static void test_remembered_replay_is_the_replay(void **state)
+{
+    const char *job = "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16";
+    struct gm_estimate *traced = NULL, *plain = NULL;
+    uint64_t gib[3];
+    char settings[256];
+    (void)state;
+    three_capacities(job, gib);
     for (size_t k = 0; k < 3; k++) {
         size_t segments = 0;
         snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
@@ -477,16 +485,10 @@ static void test_verdict_from_the_limited_replay(void **state)
 {
     const char *job = "--train --batch 8 --seq 2048 --grad-checkpointing full --precision bf16";
     struct gm_estimate *verdict, *point;
-    uint64_t allocated, reserved, outside, gib[3];
+    uint64_t gib[3];
     char settings[256];
     (void)state;
-    run("llama-3.2-1b", job, &est);
-    allocated = est->peak_allocated_bytes;
-    reserved = est->replay.reserved_peak;
-    outside = est->device_bytes - est->peak_reserved_bytes;
-    gib[0] = (reserved + outside) * 2;                               /* room to spare */
-    gib[1] = allocated + (reserved - allocated) / 50 * 49 + outside; /* retries */
-    gib[2] = allocated - allocated / 20 + outside;                   /* out of memory */
+    three_capacities(job, gib);
     for (size_t k = 0; k < 3; k++) {
         struct gm_job j;
         snprintf(settings, sizeof settings, "%s --gpu-memory %lluMiB", job,
