@@ -634,18 +634,27 @@ static GM_INLINE_ALWAYS uint8_t raw_rule_phase(struct raw_rule *r, uint32_t stac
 
 /* A new allocation of event 'e' at the end of arr[0..*n) (the stream from 'snap', its extra
  * id while loading), or NULL when it cannot be kept (s->stop). */
-static GM_INLINE_ALWAYS struct gm_analysis_alloc *
-scan_push(struct scan *s, struct gm_analysis_alloc **arr, size_t *n, size_t *cap,
-          const struct gm_snapshot_event *e, const struct gm_snapshot *snap)
+/* A new slot of 'size' bytes at the end of *arr[0..*n), or NULL (s->stop): allocations are
+ * counted in 31 bits (event indexes and the scan's map), so a trace holds fewer. */
+static GM_INLINE_ALWAYS void *scan_slot(struct scan *s, void **arr, size_t *n, size_t *cap,
+                                        size_t size)
 {
-    struct gm_analysis_alloc *a;
     if (*n >= (size_t)0x7fffffff) {
         s->stop = SCAN_TOO_MANY;
         return NULL;
     }
-    if (*n == *cap && !scan_grow(s, (void **)arr, cap, *n + 1, sizeof(**arr)))
+    if (*n == *cap && !scan_grow(s, arr, cap, *n + 1, size))
         return NULL;
-    a = &(*arr)[(*n)++];
+    return (char *)*arr + (*n)++ * size;
+}
+
+static GM_INLINE_ALWAYS struct gm_analysis_alloc *
+scan_push(struct scan *s, struct gm_analysis_alloc **arr, size_t *n, size_t *cap,
+          const struct gm_snapshot_event *e, const struct gm_snapshot *snap)
+{
+    struct gm_analysis_alloc *a = scan_slot(s, (void **)arr, n, cap, sizeof(**arr));
+    if (!a)
+        return NULL;
     alloc_init(a);
     a->addr = e->addr;
     a->bytes = e->size;
@@ -658,14 +667,9 @@ static GM_INLINE_ALWAYS struct ana_lite *scan_push_lite(struct scan *s, struct a
                                                         size_t *n, size_t *cap,
                                                         const struct gm_snapshot_event *e)
 {
-    struct ana_lite *a;
-    if (*n >= (size_t)0x7fffffff) {
-        s->stop = SCAN_TOO_MANY;
+    struct ana_lite *a = scan_slot(s, (void **)arr, n, cap, sizeof(**arr));
+    if (!a)
         return NULL;
-    }
-    if (*n == *cap && !scan_grow(s, (void **)arr, cap, *n + 1, sizeof(**arr)))
-        return NULL;
-    a = &(*arr)[(*n)++];
     lite_init(a, e->size);
     return a;
 }
