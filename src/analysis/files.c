@@ -114,7 +114,7 @@ enum gm_status gm_analysis_files(const struct gm_analysis *an, const struct gm_a
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "files: out of memory");
     for (size_t i = 0; i < dev->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &dev->allocs[i];
-        bool at_peak = a->alloc_event <= k && (a->free_event < 0 || a->free_event > k);
+        bool at_peak = ana_alive_at(a->alloc_event, a->free_event, k);
         bool made = a->alloc_event >= 0;
         uint32_t r;
         if (!at_peak && !made)

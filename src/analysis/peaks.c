@@ -22,7 +22,7 @@
 
 static bool alive_at(const struct gm_analysis_alloc *a, int64_t k)
 {
-    return a->alloc_event <= k && (a->free_event < 0 || a->free_event > k);
+    return ana_alive_at(a->alloc_event, a->free_event, k);
 }
 
 /* Per group of 'p', its bytes per category: the allocations of the group's stack alive at
