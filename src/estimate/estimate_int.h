@@ -544,7 +544,7 @@ enum gm_status est_add_torch_workspaces(struct est_ctx *cx, struct gm_error *err
  * its profile run creates the tensor-parallel device group's communicator: from 0.11 at tp >= 2
  * with peer access within the node ('p2p', est_node_peers), else 0. */
 uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p);
-/* What vLLM 0.6.5 and 0.6.6 count as non-torch beside the kernels: the free bytes of the
+/* What vLLM 0.6.4 to 0.6.6 count as non-torch beside the kernels: the free bytes of the
  * caching allocator's partly used segments after a dense decoder's load on one of 't' GPUs of
  * one of 'pp' stages (16-bit, or GPTQ 'q'; 'marlin': repacked by gptq_marlin) and
  * empty_cache(), from a replay through the allocator model (stage_engine.c).  A model or setup
