@@ -560,6 +560,12 @@ enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm
  * GPUs, replayed through the caching allocator (dense layers with a gated MLP; else 0). */
 enum gm_status est_vllm_profile_reserve(const struct gm_model *m, uint64_t tokens, uint64_t t,
                                         uint64_t *extra, struct gm_error *err);
+/* The bytes PyTorch's allocator counts as allocated after that load (whole blocks, as
+ * allocated_bytes.all.current has them): what vLLM's DeviceMemoryProfiler reports as the
+ * weights; 0 (and *why) where the load is not replayed. */
+enum gm_status est_vllm_load_allocated(const struct gm_model *m, const struct gm_quant *q,
+                                       bool marlin, uint64_t t, uint64_t pp, uint64_t *allocated,
+                                       const char **why, struct gm_error *err);
 enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct gm_quant *q,
                                           bool marlin, bool temporaries, uint64_t t, uint64_t pp,
                                           uint64_t *gap, const char **why, struct gm_error *err);

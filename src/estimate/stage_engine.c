@@ -1071,9 +1071,9 @@ static const char *ls_unreplayed(const struct gm_model *m, const struct gm_quant
     return NULL;
 }
 
-enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct gm_quant *q,
-                                          bool marlin, bool temporaries, uint64_t t, uint64_t pp,
-                                          uint64_t *gap, const char **why, struct gm_error *err)
+static enum gm_status load_replay(const struct gm_model *m, const struct gm_quant *q, bool marlin,
+                                  bool temporaries, uint64_t t, uint64_t pp, uint64_t *gap,
+                                  uint64_t *allocated, const char **why, struct gm_error *err)
 {
     struct gm_alloc_conf conf;
     struct gm_alloc_fakedev fake;
@@ -1084,6 +1084,7 @@ enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct
     uint64_t hd, vocab, rot;
     const char *skip = ls_unreplayed(m, q, marlin, t, pp);
     *gap = 0;
+    *allocated = 0;
     if (why)
         *why = skip;
     if (skip)
@@ -1159,9 +1160,26 @@ enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct
         gm_alloc_get_stats(s.a, &stats);
         *gap = stats.reserved_bytes[GM_ALLOC_STAT_ALL].current -
                stats.allocated_bytes[GM_ALLOC_STAT_ALL].current;
+        *allocated = stats.allocated_bytes[GM_ALLOC_STAT_ALL].current;
     }
     gm_alloc_free(s.a);
     return s.st;
+}
+
+enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct gm_quant *q,
+                                          bool marlin, bool temporaries, uint64_t t, uint64_t pp,
+                                          uint64_t *gap, const char **why, struct gm_error *err)
+{
+    uint64_t allocated;
+    return load_replay(m, q, marlin, temporaries, t, pp, gap, &allocated, why, err);
+}
+
+enum gm_status est_vllm_load_allocated(const struct gm_model *m, const struct gm_quant *q,
+                                       bool marlin, uint64_t t, uint64_t pp, uint64_t *allocated,
+                                       const char **why, struct gm_error *err)
+{
+    uint64_t gap;
+    return load_replay(m, q, marlin, true, t, pp, &gap, allocated, why, err);
 }
 
 enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm_quant *q,
@@ -1361,6 +1379,26 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         uint64_t end = gm_mul_div_u64(
             w, cx->pc.lm_head > cx->pc.embedding ? cx->pc.lm_head : cx->pc.embedding, n ? n : 1);
         w = gm_add_sat(gm_mul_div_u64(w > ends ? w - ends : 0, layers, m->n_layers), end);
+    }
+    /* the weights vLLM logs and charges are the allocated bytes its load added
+     * (DeviceMemoryProfiler), whole blocks with the rotary cache and Marlin's workspaces: the
+     * load's replay where it covers the model (est_vllm_load_allocated) */
+    {
+        uint64_t alloc = 0;
+        if ((st = est_vllm_load_allocated(m, cx->quant, vllm_gptq_marlin(cx), t, pp, &alloc, NULL,
+                                          err)) != GM_OK)
+            return st;
+        if (alloc) {
+            if (cx->bound == EST_POINT)
+                est_assume(e,
+                           "vLLM's weights: %.4f GiB allocated after a replay of the load (whole "
+                           "blocks of PyTorch's allocator, the rotary cache%s), %+.1f MiB beside "
+                           "the stored weights' bytes",
+                           (double)alloc / (double)GM_GIB,
+                           cx->quant && vllm_gptq_marlin(cx) ? ", Marlin's workspaces" : "",
+                           ((double)alloc - (double)w) / (double)GM_MIB);
+            w = alloc;
+        }
     }
     act = profile_activations(m, T, t);
     if (vllm_awq_plain(cx) && vllm_awq_dequant_peak(m, T, t) > act) {

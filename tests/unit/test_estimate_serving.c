@@ -1456,6 +1456,65 @@ static void test_vllm_cuda_context_by_gpu(void **state)
     est = NULL;
 }
 
+/* The weights vLLM logs and charges are the allocated bytes its load added (DeviceMemoryProfiler:
+ * reset_peak_memory_stats, then max_memory_allocated, around load_model), and PyTorch counts
+ * whole blocks: the estimate takes them from the load's replay.  A 16-bit Llama-3.1-8B holds its
+ * tensors plus the rotary cos/sin cache, 131072 positions x 128 x 2 B, a buffer no checkpoint
+ * stores, and a few MiB of unsplit block remainders at most; Phi-4 as GPTQ through Marlin (v011)
+ * holds its repacked tensors, Marlin's workspaces and the whole 88 and 44 MiB blocks of each
+ * layer's gate_up_proj and down_proj qweights (87.5 and 43.75 MiB asked). */
+static void test_vllm_weights_allocated(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("llama-3.1-8b");
+    struct gm_error err;
+    struct gm_quant q;
+    struct gm_job j;
+    uint64_t alloc = 0, stored, rope;
+    const char *why = NULL;
+    (void)state;
+    assert_non_null(m);
+    job_make("llama-3.1-8b", "--infer --gpu RTX-3090", &j);
+    run(&j, &est);
+    stored = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    gm_estimate_free(est);
+    est = NULL;
+    assert_int_equal(est_vllm_load_allocated(m, NULL, false, 1, 1, &alloc, &why, &err), GM_OK);
+    assert_null(why);
+    rope = m->max_positions * (m->head_dim ? m->head_dim : m->hidden / m->n_heads) * 2;
+    assert_true(alloc >= stored + rope && alloc < stored + rope + 8 * GM_MIB);
+    /* the estimate of v008's start charges those bytes as the weights */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 --max-model-len 20000", &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS), alloc);
+    assert_true(assumed(est, "allocated after a replay of the load"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* and of v011's, through Marlin */
+    memset(&q, 0, sizeof q);
+    q.method = GM_QUANT_GPTQ;
+    q.bits = 4;
+    q.group_size = 128;
+    q.zeros = true;
+    q.g_idx = true;
+    m = gm_model_catalog_find("microsoft/phi-4");
+    assert_int_equal(est_vllm_load_allocated(m, &q, true, 1, 1, &alloc, NULL, &err), GM_OK);
+    job_make("microsoft/phi-4",
+             "--infer --engine vllm --quant gptq --vllm-version 0.6.5 --gpu-memory 79.25 "
+             "--gpu-memory-utilization 0.15 --max-model-len 2048",
+             &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS), alloc);
+    gm_estimate_free(est);
+    est = NULL;
+    /* a model the replay does not cover keeps the stored bytes */
+    assert_int_equal(est_vllm_load_allocated(gm_model_catalog_find("qwen3-30b-a3b"), NULL, false, 1,
+                                             1, &alloc, &why, &err),
+                     GM_OK);
+    assert_int_equal(alloc, 0);
+    assert_string_equal(why, "mixture-of-experts models");
+}
+
 static void test_vllm_load_cache_gap(void **state)
 {
     /* vLLM 0.6.5 and 0.6.6 subtract the allocated, not the reserved, bytes from the device's
@@ -2032,6 +2091,7 @@ int main(void)
         cmocka_unit_test(test_vllm_profile_reserve),
         cmocka_unit_test(test_vllm_non_torch_by_version),
         cmocka_unit_test(test_vllm_load_cache_gap),
+        cmocka_unit_test(test_vllm_weights_allocated),
         cmocka_unit_test(test_vllm_profile_sampler_by_runner),
         cmocka_unit_test(test_vllm_budget_from_cuda_total),
         cmocka_unit_test(test_vllm_tokens_logged_hybrid),
