@@ -717,6 +717,8 @@ bool est_preset_set(const struct gm_job *job, enum est_setting id);
 /* A version's text (MAJOR.MINOR[.PATCH]) packed by GM_VERSION(), or 0 with 'err' filled
  * (the message naming --'name'). */
 uint32_t est_parse_version_or_zero(const char *name, const char *s, struct gm_error *err);
+/* A version packed by GM_VERSION() as MAJOR.MINOR.PATCH text in 'b' (n bytes); returns 'b'. */
+const char *est_version_text(uint32_t v, char *b, size_t n);
 
 /* --stack NAME[@VERSION] (src/estimate/stacks.c): the family the suggestions may name and
  * the preset's defaults for every setting not given.  GM_ERR_INVALID for an unknown name

@@ -430,6 +430,13 @@ uint32_t est_parse_version_or_zero(const char *name, const char *s, struct gm_er
     return parse_version(name, s, &v, err) == GM_OK ? v : 0;
 }
 
+const char *est_version_text(uint32_t v, char *b, size_t n)
+{
+    snprintf(b, n, "%u.%u.%u", (unsigned)(v >> 16), (unsigned)((v >> 8) & 255),
+             (unsigned)(v & 255));
+    return b;
+}
+
 static enum gm_status set_transformers_version(struct gm_job *j, const union gm_job_value *v,
                                                struct gm_error *err)
 {

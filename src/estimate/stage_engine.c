@@ -1479,23 +1479,24 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         bool marlin = vllm_gptq_marlin(cx);
         uint64_t gap = 0;
         const char *why = NULL;
+        char ver[16];
+        est_version_text(j->stack.vllm, ver, sizeof ver);
         if ((st = est_vllm_load_cache_gap(m, cx->quant, marlin, t, pp, &gap, &why, err)) != GM_OK)
             return st;
         if (why)
             est_assume(e,
-                       "vLLM 0.6.%u counts the cached, unallocated bytes the load leaves in "
+                       "vLLM %s counts the cached, unallocated bytes the load leaves in "
                        "PyTorch's allocator as non-torch; the load is not replayed for %s, so "
                        "they are not charged",
-                       (unsigned)(j->stack.vllm & 0xff), why);
+                       ver, why);
         if (gap) {
             logged = gm_add_sat(logged, gap);
             est_assume(e,
-                       "vLLM 0.6.%u counts the cache the weights' load leaves in PyTorch's "
+                       "vLLM %s counts the cache the weights' load leaves in PyTorch's "
                        "allocator as non-torch (allocated, not reserved, bytes subtracted; PR "
                        "#11809 changed that in 0.7): %.1f MiB of partly used segments after "
                        "%sempty_cache(), from a replay of the load",
-                       (unsigned)(j->stack.vllm & 0xff), (double)gap / (double)GM_MIB,
-                       marlin ? "the Marlin repack and " : "");
+                       ver, (double)gap / (double)GM_MIB, marlin ? "the Marlin repack and " : "");
         }
     }
     graphs = v->cuda_graph_bytes
