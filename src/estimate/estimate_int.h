@@ -544,7 +544,7 @@ enum gm_status est_add_torch_workspaces(struct est_ctx *cx, struct gm_error *err
  * its profile run creates the tensor-parallel device group's communicator: from 0.11 at tp >= 2
  * with peer access within the node ('p2p', est_node_peers), else 0. */
 uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p);
-/* What vLLM 0.6.5 and 0.6.6 count as non-torch beside the kernels: the free bytes of the
+/* What vLLM 0.6.4 to 0.6.6 count as non-torch beside the kernels: the free bytes of the
  * caching allocator's partly used segments after a dense decoder's load on one of 't' GPUs of
  * one of 'pp' stages (16-bit, or GPTQ 'q'; 'marlin': repacked by gptq_marlin) and
  * empty_cache(), from a replay through the allocator model (stage_engine.c).  A model or setup
@@ -560,6 +560,12 @@ enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm
  * GPUs, replayed through the caching allocator (dense layers with a gated MLP; else 0). */
 enum gm_status est_vllm_profile_reserve(const struct gm_model *m, uint64_t tokens, uint64_t t,
                                         uint64_t *extra, struct gm_error *err);
+/* The bytes PyTorch's allocator counts as allocated after that load (whole blocks, as
+ * allocated_bytes.all.current has them): what vLLM's DeviceMemoryProfiler reports as the
+ * weights; 0 (and *why) where the load is not replayed. */
+enum gm_status est_vllm_load_allocated(const struct gm_model *m, const struct gm_quant *q,
+                                       bool marlin, uint64_t t, uint64_t pp, uint64_t *allocated,
+                                       const char **why, struct gm_error *err);
 enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct gm_quant *q,
                                           bool marlin, bool temporaries, uint64_t t, uint64_t pp,
                                           uint64_t *gap, const char **why, struct gm_error *err);
@@ -711,6 +717,8 @@ bool est_preset_set(const struct gm_job *job, enum est_setting id);
 /* A version's text (MAJOR.MINOR[.PATCH]) packed by GM_VERSION(), or 0 with 'err' filled
  * (the message naming --'name'). */
 uint32_t est_parse_version_or_zero(const char *name, const char *s, struct gm_error *err);
+/* A version packed by GM_VERSION() as MAJOR.MINOR.PATCH text in 'b' (n bytes); returns 'b'. */
+const char *est_version_text(uint32_t v, char *b, size_t n);
 
 /* --stack NAME[@VERSION] (src/estimate/stacks.c): the family the suggestions may name and
  * the preset's defaults for every setting not given.  GM_ERR_INVALID for an unknown name

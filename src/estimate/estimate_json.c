@@ -38,9 +38,7 @@ static void json_version(struct gm_json *w, const char *key, uint32_t v)
         gm_json_kv_str(w, key, "current");
         return;
     }
-    snprintf(b, sizeof b, "%u.%u.%u", (unsigned)(v >> 16), (unsigned)((v >> 8) & 255),
-             (unsigned)(v & 255));
-    gm_json_kv_str(w, key, b);
+    gm_json_kv_str(w, key, est_version_text(v, b, sizeof b));
 }
 
 /* The memory techniques and the runtime around the tensors, as given. */

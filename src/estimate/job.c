@@ -430,6 +430,13 @@ uint32_t est_parse_version_or_zero(const char *name, const char *s, struct gm_er
     return parse_version(name, s, &v, err) == GM_OK ? v : 0;
 }
 
+const char *est_version_text(uint32_t v, char *b, size_t n)
+{
+    snprintf(b, n, "%u.%u.%u", (unsigned)(v >> 16), (unsigned)((v >> 8) & 255),
+             (unsigned)(v & 255));
+    return b;
+}
+
 static enum gm_status set_transformers_version(struct gm_job *j, const union gm_job_value *v,
                                                struct gm_error *err)
 {
@@ -799,9 +806,10 @@ static const struct gm_job_setting settings[] = {
             engine.vllm.max_num_batched_tokens, 1, TOKENS, 0),
     [EST_SET_ENFORCE_EAGER] = FLAG("enforce-eager", "vLLM without CUDA graphs", INFER,
                                    GM_ENGINE_VLLM, engine.vllm.enforce_eager),
-    [EST_SET_NON_TORCH] = NUM("non-torch", GM_JOB_SIZE, "SIZE",
-                              "vLLM non-torch memory beside NCCL (default 164MiB + all-reduce)",
-                              INFER, GM_ENGINE_VLLM, engine.vllm.non_torch_bytes, 1, BYTES, 0),
+    [EST_SET_NON_TORCH] =
+        NUM("non-torch", GM_JOB_SIZE, "SIZE",
+            "vLLM non-torch memory beside NCCL (default: the version's kernels + all-reduce)",
+            INFER, GM_ENGINE_VLLM, engine.vllm.non_torch_bytes, 1, BYTES, 0),
     [EST_SET_UBATCH] = NUM("ubatch", GM_JOB_U64, "N", "llama.cpp n_ubatch (default 512)", INFER,
                            GM_ENGINE_LLAMACPP, engine.llamacpp.n_ubatch, 1, 65536, 0),
     [EST_SET_FLASH_ATTN] = FLAG("flash-attn", "llama.cpp flash attention (-fa)", INFER,

@@ -192,9 +192,7 @@ static const char *row_value_of(const struct gm_job *job, const struct stack_row
     uint32_t v = job->stack.preset_version;
     if (r->value || !v)
         return row_value(r, NULL);
-    snprintf(b, n, "%u.%u.%u", (unsigned)(v >> 16), (unsigned)((v >> 8) & 255),
-             (unsigned)(v & 255));
-    return b;
+    return est_version_text(v, b, n);
 }
 
 enum gm_status est_stack_apply(struct gm_job *job, const char *spec, struct gm_error *err)

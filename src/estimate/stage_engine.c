@@ -78,6 +78,15 @@ static bool vllm_era_v0(enum vllm_era e)
     return e < VLLM_V1_GLOBAL;
 }
 
+/* Whether the version's non-torch figure subtracts PyTorch's allocated bytes, not its reserved
+ * ones, after empty_cache(), so the free parts of partly used segments count as non-torch:
+ * 0.6.4 (PR #9352's global formula) to 0.6.6 (V0's memory_profiling until PR #11809, 0.7.0);
+ * est_vllm_load_cache_gap gives what the load leaves there. */
+static bool vllm_counts_load_cache(uint32_t v)
+{
+    return v >= GM_VERSION(0, 6, 4) && v < GM_VERSION(0, 7, 0);
+}
+
 static const char *vllm_era_text(enum vllm_era e)
 {
     switch (e) {
@@ -778,18 +787,27 @@ static uint64_t vllm_encoder_cache(struct est_ctx *cx, uint64_t batched)
 }
 
 /* vLLM's non-torch memory apart from the CUDA context and NCCL: the kernel modules and library
- * handles that loading and the profile run bring onto the device, 164 MiB (the 0.16 GiB vLLM
- * printed for an H100 at tp 1 once its profiler counted growth from a baseline, PR #12126;
- * not a row of the validation tables), and at tp 2, 4, 6 or 8 the custom all-reduce's two IPC
+ * handles that loading and the profile run bring onto the device, 94 MiB before 0.9.2, measured
+ * from one log, not read in code: row v008 of tests/data/validation/vllm_startup_logs.csv
+ * (0.6.4, Llama-3.1-8B on an RTX 3090: 0.35 GiB printed for everything beside PyTorch's
+ * allocated bytes, less the 247 MiB context est_cuda_context gives that GPU and the 17.5 MiB
+ * the load leaves cached, est_vllm_load_cache_gap), the fit row the validation names; v011
+ * (0.6.5, Phi-4 GPTQ through Marlin on an 80 GB A100, whose load replay matches its printed
+ * weights to 0.7 MiB) judges it.  It replaces the 0.16 GiB of PR #12126 (0.7.0 on an H100, a
+ * Llama-3.2-11B-Vision with dummy weights: a vision tower and its kernels, no table row);
+ * which kernels a start loads (model, quantisation, GPU) moves the figure and is not modelled.
+ * At tp 2, 4, 6 or 8 the custom all-reduce's two IPC
  * buffers, cudaMalloc'd outside PyTorch: the metadata (ops.meta_size() + max_size) and the
  * input buffer (max_size), max_size 8 MiB, each rounded up to the 2 MiB allocation granule
  * (vllm/distributed/device_communicators/custom_all_reduce.py; its 8 MiB rank_data is a torch
  * tensor, and the peers' buffers are mapped, not allocated). */
-#define VLLM_KERNEL_BYTES       (164 * GM_MIB)
+#define VLLM_KERNEL_BYTES (94 * GM_MIB)
+/* The row it is read from, named by the assumption line. */
+#define VLLM_V0_KERNEL_FIT_ON   "v008 of vllm_startup_logs.csv"
 #define VLLM_CUSTOM_AR_MAX_SIZE (8 * GM_MIB)
 
 /* 0.9.2 to 0.10 (the V1 engine's growth since a snapshot taken before the communicators, PR
- * #19312): the single-GPU growth those versions print is an eighth of the 164 MiB above, 0.02
+ * #19312): the single-GPU growth those versions print is a fifth of the 94 MiB above, 0.02
  * GiB (row v039 of tests/data/validation/vllm_startup_logs.csv, vLLM 0.10.2: "0.02 GiB for
  * non-torch memory", declared there as the fit row this is read from).  The other single-GPU
  * starts of those versions in the table print their KV memory only; the non-torch figure it
@@ -898,8 +916,13 @@ static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uin
         est_vllm_profile_nccl_bytes(j->stack.vllm, j->parallel.tp, est_node_peers(cx)));
 }
 
-/* ---- the load's cache left in PyTorch's allocator (0.6.5 and 0.6.6) ------------------------
+/* ---- the load's cache left in PyTorch's allocator (0.6.4 to 0.6.6) -------------------------
  *
+ * 0.6.4's determine_num_available_blocks (PR #9352) calls torch.cuda.empty_cache() after the
+ * profile run and adds "non_torch_allocations = total_allocated_bytes - torch_allocated_bytes",
+ * the device's used memory less torch.cuda.memory_stats()["allocated_bytes.all.current"], to the
+ * peak (vllm/worker/worker.py @ 6ae5229): cached bytes PyTorch has not allocated count as
+ * non-torch there too, beside the context and the kernels.
  * From PR #10511 (0.6.5) until PR #11809 (0.7.0) V0's memory_profiling took non-torch memory
  * as the device's used memory less the baseline, the weights and the change in
  * torch.cuda.memory_stats()["allocated_bytes.all.current"], measured after gc.collect() and
@@ -1048,9 +1071,9 @@ static const char *ls_unreplayed(const struct gm_model *m, const struct gm_quant
     return NULL;
 }
 
-enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct gm_quant *q,
-                                          bool marlin, bool temporaries, uint64_t t, uint64_t pp,
-                                          uint64_t *gap, const char **why, struct gm_error *err)
+static enum gm_status load_replay(const struct gm_model *m, const struct gm_quant *q, bool marlin,
+                                  bool temporaries, uint64_t t, uint64_t pp, uint64_t *gap,
+                                  uint64_t *allocated, const char **why, struct gm_error *err)
 {
     struct gm_alloc_conf conf;
     struct gm_alloc_fakedev fake;
@@ -1061,6 +1084,7 @@ enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct
     uint64_t hd, vocab, rot;
     const char *skip = ls_unreplayed(m, q, marlin, t, pp);
     *gap = 0;
+    *allocated = 0;
     if (why)
         *why = skip;
     if (skip)
@@ -1136,9 +1160,26 @@ enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct
         gm_alloc_get_stats(s.a, &stats);
         *gap = stats.reserved_bytes[GM_ALLOC_STAT_ALL].current -
                stats.allocated_bytes[GM_ALLOC_STAT_ALL].current;
+        *allocated = stats.allocated_bytes[GM_ALLOC_STAT_ALL].current;
     }
     gm_alloc_free(s.a);
     return s.st;
+}
+
+enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct gm_quant *q,
+                                          bool marlin, bool temporaries, uint64_t t, uint64_t pp,
+                                          uint64_t *gap, const char **why, struct gm_error *err)
+{
+    uint64_t allocated;
+    return load_replay(m, q, marlin, temporaries, t, pp, gap, &allocated, why, err);
+}
+
+enum gm_status est_vllm_load_allocated(const struct gm_model *m, const struct gm_quant *q,
+                                       bool marlin, uint64_t t, uint64_t pp, uint64_t *allocated,
+                                       const char **why, struct gm_error *err)
+{
+    uint64_t gap;
+    return load_replay(m, q, marlin, true, t, pp, &gap, allocated, why, err);
 }
 
 enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm_quant *q,
@@ -1339,6 +1380,26 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
             w, cx->pc.lm_head > cx->pc.embedding ? cx->pc.lm_head : cx->pc.embedding, n ? n : 1);
         w = gm_add_sat(gm_mul_div_u64(w > ends ? w - ends : 0, layers, m->n_layers), end);
     }
+    /* the weights vLLM logs and charges are the allocated bytes its load added
+     * (DeviceMemoryProfiler), whole blocks with the rotary cache and Marlin's workspaces: the
+     * load's replay where it covers the model (est_vllm_load_allocated) */
+    {
+        uint64_t alloc = 0;
+        if ((st = est_vllm_load_allocated(m, cx->quant, vllm_gptq_marlin(cx), t, pp, &alloc, NULL,
+                                          err)) != GM_OK)
+            return st;
+        if (alloc) {
+            if (cx->bound == EST_POINT)
+                est_assume(e,
+                           "vLLM's weights: %.4f GiB allocated after a replay of the load (whole "
+                           "blocks of PyTorch's allocator, the rotary cache%s), %+.1f MiB beside "
+                           "the stored weights' bytes",
+                           (double)alloc / (double)GM_GIB,
+                           cx->quant && vllm_gptq_marlin(cx) ? ", Marlin's workspaces" : "",
+                           ((double)alloc - (double)w) / (double)GM_MIB);
+            w = alloc;
+        }
+    }
     act = profile_activations(m, T, t);
     if (vllm_awq_plain(cx) && vllm_awq_dequant_peak(m, T, t) > act) {
         act = vllm_awq_dequant_peak(m, T, t);
@@ -1386,8 +1447,16 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
             e,
             "vLLM 0.9.2-0.10 non-torch kernels: %.0f MiB measured from one log (row " VLLM_V1_0_10_KERNEL_FIT_ON
             "), not read in code; that row's GPU is not a Hopper one, so version and GPU "
-            "are not told apart (0.11 and later: 143 MiB, before 0.9.2: 164 MiB); "
+            "are not told apart (0.11 and later: 143 MiB, before 0.9.2: 94 MiB); "
             "--non-torch for the job's own",
+            (double)kernels / (double)GM_MIB);
+    if ((vllm_era_v0(era) || era == VLLM_V1_GLOBAL) && !v->non_torch_bytes &&
+        cx->bound == EST_POINT)
+        est_assume(
+            e,
+            "vLLM before 0.9.2 non-torch kernels: %.0f MiB measured from one log (row " VLLM_V0_KERNEL_FIT_ON
+            ": 0.6.4, RTX 3090), not read in code; which kernels "
+            "the model, quantisation and GPU load moves it; --non-torch for the job's own",
             (double)kernels / (double)GM_MIB);
     if ((era == VLLM_V1_AFTER_NCCL || era == VLLM_V1_GRAPHS) && !v->non_torch_bytes &&
         cx->bound == EST_POINT)
@@ -1405,11 +1474,13 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                                           0.5 * (double)GM_GIB)),
                   ca);
     logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca);
-    /* 0.6.5 and 0.6.6 count the load's unreleasable cache too (est_vllm_load_cache_gap) */
-    if (era == VLLM_V0_PROFILED && j->stack.vllm < GM_VERSION(0, 7, 0) && !v->non_torch_bytes) {
+    /* 0.6.4 to 0.6.6 count the load's unreleasable cache too (est_vllm_load_cache_gap) */
+    if (vllm_counts_load_cache(j->stack.vllm) && !v->non_torch_bytes) {
         bool marlin = vllm_gptq_marlin(cx);
         uint64_t gap = 0;
         const char *why = NULL;
+        char ver[16];
+        est_version_text(j->stack.vllm, ver, sizeof ver);
         if ((st = est_vllm_load_cache_gap(m, cx->quant, marlin, t, pp, &gap, &why, err)) != GM_OK)
             return st;
         if (why)
@@ -1417,16 +1488,15 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                        "vLLM %s counts the cached, unallocated bytes the load leaves in "
                        "PyTorch's allocator as non-torch; the load is not replayed for %s, so "
                        "they are not charged",
-                       j->stack.vllm < GM_VERSION(0, 6, 6) ? "0.6.5" : "0.6.6", why);
+                       ver, why);
         if (gap) {
             logged = gm_add_sat(logged, gap);
             est_assume(e,
-                       "vLLM %s counts the cache the weights' load leaves in PyTorch's allocator "
-                       "as non-torch (allocated, not reserved, bytes subtracted; PR #11809 changed "
-                       "that in 0.7): %.1f MiB of partly used segments after %sempty_cache(), "
-                       "from a replay of the load",
-                       j->stack.vllm < GM_VERSION(0, 6, 6) ? "0.6.5" : "0.6.6",
-                       (double)gap / (double)GM_MIB, marlin ? "the Marlin repack and " : "");
+                       "vLLM %s counts the cache the weights' load leaves in PyTorch's "
+                       "allocator as non-torch (allocated, not reserved, bytes subtracted; PR "
+                       "#11809 changed that in 0.7): %.1f MiB of partly used segments after "
+                       "%sempty_cache(), from a replay of the load",
+                       ver, (double)gap / (double)GM_MIB, marlin ? "the Marlin repack and " : "");
         }
     }
     graphs = v->cuda_graph_bytes

@@ -106,7 +106,8 @@ uint64_t est_cuda_bare_context_bytes(const struct gm_job *j)
  *    PyTorch PR #85692's lazy context with its kernels, 287,047,680 B, sits at that end);
  *  - otherwise --cuda-context (450 MiB), a context with the kernels a PyTorch job loads.  For
  *    vLLM given only a capacity that default also holds kernels vLLM's non-torch memory counts
- *    again: the device line may be high by up to those 164 MiB (said in the assumptions). */
+ *    again: the device line may be high by up to est_vllm_kernel_bytes() (said in the
+ *    assumptions). */
 struct gm_est_context est_cuda_context(struct est_ctx *cx)
 {
     const struct gm_job *j = cx->job;
@@ -341,7 +342,7 @@ static const char *context_label(enum gm_est_context_source source)
 }
 
 /* What the context's figure rests on, where it is not plainly --cuda-context. */
-static void context_assumption(struct gm_estimate *e, bool vllm)
+static void context_assumption(struct gm_estimate *e, bool vllm, uint32_t vllm_version)
 {
     const struct gm_est_context *c = &e->context;
     if (c->source == GM_EST_CONTEXT_DRIVER_BY_SMS && c->extrapolated)
@@ -354,8 +355,9 @@ static void context_assumption(struct gm_estimate *e, bool vllm)
         est_assume(e,
                    "CUDA context %.0f MiB (--cuda-context): a capacity names no SMs, and the "
                    "default holds PyTorch's kernels, which vLLM's non-torch memory counts "
-                   "again (up to 164 MiB high)",
-                   (double)c->bytes / (double)GM_MIB);
+                   "again (up to %.0f MiB high)",
+                   (double)c->bytes / (double)GM_MIB,
+                   (double)est_vllm_kernel_bytes(vllm_version) / (double)GM_MIB);
 }
 
 /* Library memory outside the allocator: what --workspace gives (none by default: PyTorch
@@ -401,7 +403,7 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
     e->context = est_cuda_context(cx);
     o[n++] = (struct overhead){GM_KIND_CUDA_CONTEXT, e->context.bytes, "CUDA context",
                                context_label(e->context.source)};
-    context_assumption(e, vllm);
+    context_assumption(e, vllm, j->stack.vllm);
     if (j->gpu.catalog_bytes)
         est_assume(e,
                    "GPU: %s (compute capability %u.%u, %u SMs) with the total given, %.2f GiB "

@@ -1332,14 +1332,14 @@ static void test_vllm_gpu_without_p2p(void **state)
              &j);
     run(&j, &est);
     assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_NCCL), 0);
-    assert_int_equal(est->serving.non_torch_logged_bytes, 164 * GM_MIB);
+    assert_int_equal(est->serving.non_torch_logged_bytes, 94 * GM_MIB);
     gm_estimate_free(est);
     est = NULL;
     /* the same job on H100s: two communicators and the all-reduce buffers in the figure */
     job_make("qwen2.5-14b", "--infer --engine vllm --vllm-version 0.7.2 --gpu H100 --gpus 2", &j);
     run(&j, &est);
     assert_int_equal(est->serving.non_torch_logged_bytes,
-                     164 * GM_MIB + 18 * GM_MIB + gm_estimate_kind_bytes(est, GM_KIND_NCCL));
+                     94 * GM_MIB + 18 * GM_MIB + gm_estimate_kind_bytes(est, GM_KIND_NCCL));
     assert_true(gm_estimate_kind_bytes(est, GM_KIND_NCCL) > 0);
     gm_estimate_free(est);
     est = NULL;
@@ -1354,9 +1354,10 @@ static void test_vllm_gpu_without_p2p(void **state)
  * job keeps the 450 MiB that stands for the context with PyTorch's kernels. */
 static void test_vllm_cuda_context_by_gpu(void **state)
 {
-    const uint64_t kernels = 164 * GM_MIB;
+    const uint64_t kernels = 94 * GM_MIB;
     struct gm_job j;
-    uint64_t ctx;
+    struct gm_error err;
+    uint64_t ctx, gap = 0;
     (void)state;
     job_make("llama-3.1-8b", "--infer --engine vllm --gpu RTX-6000-Ada", &j);
     ctx = est_cuda_bare_context_bytes(&j);
@@ -1380,14 +1381,18 @@ static void test_vllm_cuda_context_by_gpu(void **state)
     job_make("llama-3.1-8b", "--infer --engine vllm --gpu-memory 23.58", &j);
     assert_int_equal(est_cuda_bare_context_bytes(&j), 0);
 
-    /* 0.6.4 on the RTX 3090 of vLLM issue #10517: the log's non-torch figure is the context
-     * and the kernels */
+    /* 0.6.4 on the RTX 3090 of vLLM issue #10517: the log's non-torch figure is the context,
+     * the kernels and the cache the load leaves in PyTorch's allocator (PR #9352 subtracts
+     * allocated bytes after empty_cache()) */
     job_make("llama-3.1-8b",
              "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 --max-model-len 20000", &j);
     run(&j, &est);
     ctx = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
     assert_int_equal(ctx, 8 * GM_MIB + 82ull * 1536 * 1986);
-    assert_int_equal(est->serving.non_torch_logged_bytes, ctx + kernels);
+    assert_int_equal(est_vllm_load_cache_gap(j.model.model, NULL, false, 1, 1, &gap, NULL, &err),
+                     GM_OK);
+    assert_true(gap > 0);
+    assert_int_equal(est->serving.non_torch_logged_bytes, ctx + kernels + gap);
     /* the estimate says which context it used, from the same rule: the figure, its source and
      * the SMs it follows (the JSON's inputs); 1536 threads were measured, no extrapolation */
     assert_int_equal(est->context.bytes, ctx);
@@ -1438,7 +1443,7 @@ static void test_vllm_cuda_context_by_gpu(void **state)
              &j);
     run(&j, &est);
     assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
-    assert_int_equal(est->serving.non_torch_logged_bytes, 450 * GM_MIB + kernels);
+    assert_int_equal(est->serving.non_torch_logged_bytes, 450 * GM_MIB + kernels + gap);
     assert_int_equal(est->context.source, GM_EST_CONTEXT_GIVEN);
     assert_int_equal(est->context.sms, 0);
     gm_estimate_free(est);
@@ -1449,6 +1454,65 @@ static void test_vllm_cuda_context_by_gpu(void **state)
     assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
     gm_estimate_free(est);
     est = NULL;
+}
+
+/* The weights vLLM logs and charges are the allocated bytes its load added (DeviceMemoryProfiler:
+ * reset_peak_memory_stats, then max_memory_allocated, around load_model), and PyTorch counts
+ * whole blocks: the estimate takes them from the load's replay.  A 16-bit Llama-3.1-8B holds its
+ * tensors plus the rotary cos/sin cache, 131072 positions x 128 x 2 B, a buffer no checkpoint
+ * stores, and a few MiB of unsplit block remainders at most; Phi-4 as GPTQ through Marlin (v011)
+ * holds its repacked tensors, Marlin's workspaces and the whole 88 and 44 MiB blocks of each
+ * layer's gate_up_proj and down_proj qweights (87.5 and 43.75 MiB asked). */
+static void test_vllm_weights_allocated(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("llama-3.1-8b");
+    struct gm_error err;
+    struct gm_quant q;
+    struct gm_job j;
+    uint64_t alloc = 0, stored, rope;
+    const char *why = NULL;
+    (void)state;
+    assert_non_null(m);
+    job_make("llama-3.1-8b", "--infer --gpu RTX-3090", &j);
+    run(&j, &est);
+    stored = gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS);
+    gm_estimate_free(est);
+    est = NULL;
+    assert_int_equal(est_vllm_load_allocated(m, NULL, false, 1, 1, &alloc, &why, &err), GM_OK);
+    assert_null(why);
+    rope = m->max_positions * (m->head_dim ? m->head_dim : m->hidden / m->n_heads) * 2;
+    assert_true(alloc >= stored + rope && alloc < stored + rope + 8 * GM_MIB);
+    /* the estimate of v008's start charges those bytes as the weights */
+    job_make("llama-3.1-8b",
+             "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090 --max-model-len 20000", &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS), alloc);
+    assert_true(assumed(est, "allocated after a replay of the load"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* and of v011's, through Marlin */
+    memset(&q, 0, sizeof q);
+    q.method = GM_QUANT_GPTQ;
+    q.bits = 4;
+    q.group_size = 128;
+    q.zeros = true;
+    q.g_idx = true;
+    m = gm_model_catalog_find("microsoft/phi-4");
+    assert_int_equal(est_vllm_load_allocated(m, &q, true, 1, 1, &alloc, NULL, &err), GM_OK);
+    job_make("microsoft/phi-4",
+             "--infer --engine vllm --quant gptq --vllm-version 0.6.5 --gpu-memory 79.25 "
+             "--gpu-memory-utilization 0.15 --max-model-len 2048",
+             &j);
+    run(&j, &est);
+    assert_int_equal(gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS), alloc);
+    gm_estimate_free(est);
+    est = NULL;
+    /* a model the replay does not cover keeps the stored bytes */
+    assert_int_equal(est_vllm_load_allocated(gm_model_catalog_find("qwen3-30b-a3b"), NULL, false, 1,
+                                             1, &alloc, &why, &err),
+                     GM_OK);
+    assert_int_equal(alloc, 0);
+    assert_string_equal(why, "mixture-of-experts models");
 }
 
 static void test_vllm_load_cache_gap(void **state)
@@ -1467,7 +1531,7 @@ static void test_vllm_load_cache_gap(void **state)
     struct gm_quant q;
     struct gm_error err;
     struct gm_job j;
-    uint64_t marlin, plain, bf16, kernels = 164 * GM_MIB;
+    uint64_t marlin, plain, bf16, kernels = 94 * GM_MIB;
     const char *why = NULL;
     (void)state;
     assert_non_null(m);
@@ -1550,8 +1614,8 @@ static void test_vllm_load_cache_gap(void **state)
 /* The kernels and handles a vLLM version counts as non-torch on one GPU (est_vllm_kernel_bytes):
  * 0.9.2 to 0.10 print 0.02 GiB on one GPU (row v039, vLLM 0.10.2; 21474836 B as the table
  * holds it), read as 20 MiB; from 0.11, whose snapshot follows the communicators, 0.14 GiB on
- * an H100 (row v016, vLLM 0.11.0; 150323855 B), read as 143 MiB; the versions before keep PR
- * #12126's 164 MiB (0.9.1, the global formula; 0.7.2, V0), and a single-GPU 0.10.2 start
+ * an H100 (row v016, vLLM 0.11.0; 150323855 B), read as 143 MiB; the versions before take
+ * row v008's 94 MiB (0.9.1, the global formula; 0.7.2, V0), and a single-GPU 0.10.2 start
  * charges exactly 20 MiB, where 0.11 charges 143 MiB, each with the assumption that names
  * its row. */
 static void test_vllm_kernels_by_version(void **state)
@@ -1561,10 +1625,10 @@ static void test_vllm_kernels_by_version(void **state)
     assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 9, 2)), 20 * GM_MIB);
     assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 10, 0)), 20 * GM_MIB);
     assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 10, 2)), 20 * GM_MIB);
-    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 9, 1)), 164 * GM_MIB);
+    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 9, 1)), 94 * GM_MIB);
     assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 11, 0)), 143 * GM_MIB);
     assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 26, 1)), 143 * GM_MIB);
-    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 7, 2)), 164 * GM_MIB);
+    assert_int_equal(est_vllm_kernel_bytes(GM_VERSION(0, 7, 2)), 94 * GM_MIB);
     assert_int_equal(est_vllm_kernel_bytes(0), 143 * GM_MIB);
     /* v039's 0.02 GiB printed, within the two decimals it was printed to */
     assert_true(est_vllm_kernel_bytes(GM_VERSION(0, 10, 2)) + (GM_GIB / 200) >= 21474836);
@@ -1674,15 +1738,15 @@ static void test_vllm_non_torch_by_version(void **state)
     static const struct {
         const char *version;
         bool context;
-        uint64_t kernels; /* est_vllm_kernel_bytes: 0.10's 20 MiB, 0.11's 143, else 164 */
-    } charged[] = {{"0.2.5", true, 164 * GM_MIB},  {"0.3.1", true, 164 * GM_MIB},
-                   {"0.3.2", false, 164 * GM_MIB}, {"0.5.0", false, 164 * GM_MIB},
-                   {"0.6.3", false, 164 * GM_MIB}, {"0.6.4", true, 164 * GM_MIB},
-                   {"0.6.5", false, 164 * GM_MIB}, {"0.7.2", false, 164 * GM_MIB},
+        uint64_t kernels; /* est_vllm_kernel_bytes: 0.10's 20 MiB, 0.11's 143, else 94 */
+    } charged[] = {{"0.2.5", true, 94 * GM_MIB},  {"0.3.1", true, 94 * GM_MIB},
+                   {"0.3.2", false, 94 * GM_MIB}, {"0.5.0", false, 94 * GM_MIB},
+                   {"0.6.3", false, 94 * GM_MIB}, {"0.6.4", true, 94 * GM_MIB},
+                   {"0.6.5", false, 94 * GM_MIB}, {"0.7.2", false, 94 * GM_MIB},
                    {"0.10.1", false, 20 * GM_MIB}};
     /* 'kernels' of 0.11 and the current release; 'kernels10' of 0.9.2 to 0.10; 'kernels_v0' of V0
      */
-    const uint64_t kernels = 143 * GM_MIB, kernels10 = 20 * GM_MIB, kernels_v0 = 164 * GM_MIB,
+    const uint64_t kernels = 143 * GM_MIB, kernels10 = 20 * GM_MIB, kernels_v0 = 94 * GM_MIB,
                    ar = 18 * GM_MIB;
     char args[160];
     struct gm_job j;
@@ -1782,9 +1846,11 @@ static void test_vllm_non_torch_by_version(void **state)
         context = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
         assert_int_equal(nccl, 2 * GM_GIB);
         assert_true(context > 0);
-        /* 0.6.5 (allocated-based, before PR #11809) counts the load's cached bytes too */
+        /* 0.6.4 (PR #9352: the device's use less PyTorch's allocated bytes after
+         * empty_cache()) and 0.6.5 (allocated-based, before PR #11809) count the load's cached
+         * bytes too */
         gap = 0;
-        if (!strcmp(charged[i].version, "0.6.5")) {
+        if (!strcmp(charged[i].version, "0.6.4") || !strcmp(charged[i].version, "0.6.5")) {
             struct gm_error err;
             assert_int_equal(
                 est_vllm_load_cache_gap(j.model.model, NULL, false, 2, 1, &gap, NULL, &err), GM_OK);
@@ -1830,12 +1896,19 @@ static void test_vllm_non_torch_by_version(void **state)
     gm_estimate_free(est);
     est = NULL;
 
-    /* 0.6.4: total - free - allocated after the profile run, the context inside */
+    /* 0.6.4: total - free - allocated after the profile run, the context and the load's
+     * cached bytes inside */
     job_make("llama-3.1-8b", "--infer --engine vllm --vllm-version 0.6.4 --gpu RTX-3090", &j);
     run(&j, &est);
     context = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
     assert_true(context > 0);
-    assert_int_equal(est->serving.non_torch_logged_bytes, kernels_v0 + context);
+    {
+        struct gm_error err;
+        assert_int_equal(
+            est_vllm_load_cache_gap(j.model.model, NULL, false, 1, 1, &gap, NULL, &err), GM_OK);
+    }
+    assert_true(gap > 0);
+    assert_int_equal(est->serving.non_torch_logged_bytes, kernels_v0 + context + gap);
     gm_estimate_free(est);
     est = NULL;
 
@@ -2018,6 +2091,7 @@ int main(void)
         cmocka_unit_test(test_vllm_profile_reserve),
         cmocka_unit_test(test_vllm_non_torch_by_version),
         cmocka_unit_test(test_vllm_load_cache_gap),
+        cmocka_unit_test(test_vllm_weights_allocated),
         cmocka_unit_test(test_vllm_profile_sampler_by_runner),
         cmocka_unit_test(test_vllm_budget_from_cuda_total),
         cmocka_unit_test(test_vllm_tokens_logged_hybrid),
