@@ -69,8 +69,9 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
 /* NULL is a no-op. */
 void gm_report_page_free(struct gm_report_page *p);
 
-/* Write the HTML report of one snapshot to 'f' (a page of one rank).  Errors: those of the
- * page functions. */
+/* Write the HTML report of one snapshot to 'f' (a page of one rank), its data as they are
+ * rendered: after a failure 'f' may hold part of the page.  Errors: those of the page
+ * functions. */
 enum gm_status gm_report_html(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
                               const struct gm_report_opts *o, struct gm_error *err);
 

@@ -7,9 +7,9 @@
  * about one part in 10^7), read from the axis when it keeps every x, else kept here from
  * one walk of the trace (4 bytes an event).  Every choice keeps its best in bounded heaps (an
  * allocation that does not beat a full heap's smallest costs one comparison), so the memory
- * it needs is the budget's, not the trace's, besides a byte an allocation (is it a band) and,
- * while the windows' bands are chosen, 4 bytes an allocation (its whole area as a float
- * bound, which turns most allocations away from a window without their x's).  The rest by
+ * it needs is the budget's, not the trace's, besides a byte an allocation (is it a band),
+ * which holds while the windows' bands are chosen a bound of the allocation's whole area
+ * (area_code()): it turns most allocations away from a window without their x's.  The rest by
  * category is one pass over the allocations in alloc order, each adding at its alloc and
  * taking off at its free into the moment asked about at or after it, then a running sum over
  * the moments. */
@@ -200,20 +200,47 @@ static void take(struct gm_bands *out, uint32_t i)
     out->allocs[out->n++] = i;
 }
 
-/* 'area' as a float at least as large: a bound of every area of the allocation clipped
- * to a window (4 bytes an allocation, kept while the bands are chosen). */
-static float area_bound(double area)
+/* While the windows' bands are chosen, the byte of a non-band allocation in is_band (1: a
+ * band) holds a code of a bound of its whole area, which is at least its area clipped to any
+ * window: no memory of its own (4 bytes an allocation were 16 MB of fresh pages at 4 M
+ * allocations, on the build machine as long to fault in as the rest of the choice).  Code
+ * 0: 0; 255: none (any area); else the double whose bits are (c + AREA_CODE_BASE) << 50: an
+ * exponent and two bits of mantissa, steps of at most a quarter from 1 to 2^63.  The bits of
+ * doubles >= 0 are in the order of their values, so the code is the top bits of the area's,
+ * rounded up.  After the choice the bytes are 0 and 1 again. */
+#define AREA_CODE_NONE 255u
+#define AREA_CODE_BASE (4 * 1023 - 2) /* code 2: 1.0 (exponent 1023, mantissa 0) */
+
+static inline double area_of_code(uint8_t c)
 {
-    float f = (float)area;
-    return (double)f < area ? nextafterf(f, INFINITY) : f;
+    uint64_t bits = (uint64_t)(c + AREA_CODE_BASE) << 50;
+    double v;
+    if (c == 0)
+        return 0.0;
+    if (c == AREA_CODE_NONE)
+        return INFINITY;
+    memcpy(&v, &bits, sizeof(v));
+    return v;
+}
+
+/* The code of a bound of 'area' (its top bits, plus one step unless it is 0). */
+static inline uint8_t area_code(double area)
+{
+    uint64_t bits;
+    if (area < 1.0)
+        return area > 0 ? 2 : 0;
+    if (!(area < 0x1p62)) /* and NaN */
+        return AREA_CODE_NONE;
+    memcpy(&bits, &area, sizeof(bits));
+    return (uint8_t)((bits >> 50) - AREA_CODE_BASE + 1);
 }
 
 /* Every allocation to the heap of its kind: the edge ones, the others to their slice's and
- * to the heap of all the others; each one's area bound into 'bound' when given. */
+ * to the heap of all the others; each one's area_code() into 'codes' when given. */
 static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
                                          const struct gm_lod_axis *ax, const float *xs,
                                          struct heap *edge, struct heap *all, struct heap *slice,
-                                         float *bound, bool kept32)
+                                         uint8_t *codes, bool kept32)
 {
     for (size_t i = 0; i < ad->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
@@ -222,8 +249,8 @@ static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
         unsigned s;
         life(ax, xs, a, &x0, &x1, kept32);
         c = cand_of(ad, i, x0, x1);
-        if (bound)
-            bound[i] = area_bound(c.area);
+        if (codes)
+            codes[i] = area_code(c.area);
         if (is_edge(a)) {
             heap_offer(edge, &c);
             continue;
@@ -240,7 +267,7 @@ static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
  * leave at most the budget to them, so they are among these). */
 static enum gm_status choose_whole(const struct gm_analysis_device *ad,
                                    const struct gm_lod_axis *ax, const float *xs, size_t max,
-                                   float *bound, struct gm_bands *out)
+                                   bool codes, struct gm_bands *out)
 {
     size_t n = ad->n_allocs, n_edge = 0, n_inner, edge_take, inner, per_slice, n_pick = 0;
     struct heap edge = HEAP(NULL, 0), all = HEAP(NULL, 0), slice[GM_BANDS_SPREAD];
@@ -267,9 +294,9 @@ static enum gm_status choose_whole(const struct gm_analysis_device *ad,
     for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
         slice[s] = HEAP(pool + edge_take + inner + s * per_slice, per_slice);
     if (gm_lod_axis_x32(ax))
-        offer_whole(ad, ax, xs, &edge, &all, slice, bound, true);
+        offer_whole(ad, ax, xs, &edge, &all, slice, codes ? out->is_band : NULL, true);
     else
-        offer_whole(ad, ax, xs, &edge, &all, slice, bound, false);
+        offer_whole(ad, ax, xs, &edge, &all, slice, codes ? out->is_band : NULL, false);
     qsort(edge.v, edge.n, sizeof(*edge.v), cmp_cand);
     for (size_t j = 0; j < edge.n; j++)
         take(out, edge.v[j].i);
@@ -284,7 +311,7 @@ static enum gm_status choose_whole(const struct gm_analysis_device *ad,
     /* ... then what the slices left, to the largest areas of the others */
     qsort(all.v, all.n, sizeof(*all.v), cmp_cand);
     for (size_t j = 0; j < all.n && out->n < max; j++)
-        if (!out->is_band[all.v[j].i])
+        if (out->is_band[all.v[j].i] != 1)
             take(out, all.v[j].i);
     if (!stack_order(ad, out->allocs, out->n))
         st = GM_ERR_NOMEM;
@@ -296,11 +323,11 @@ out_free:
 
 /* Every allocation that is not a band to the heap of each window its life overlaps, with
  * its area clipped to the window.  A full heap takes only an area at least its root's
- * (heap.thr), and a clipped area is at most the whole one ('bound'): most allocations are
- * turned away by that alone, without their life's x's. */
+ * (heap.thr), and a clipped area is at most the whole one (bounded by the code in is_band,
+ * area_code()): most allocations are turned away by that alone, without their life's x's. */
 static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
                                            const struct gm_lod_axis *ax, const float *xs,
-                                           const uint8_t *is_band, const float *bound,
+                                           const uint8_t *is_band, const double *bound_of,
                                            struct heap *h, size_t W, const int64_t *wk,
                                            const double *wx, bool kept32)
 {
@@ -308,16 +335,17 @@ static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
     for (size_t i = 0; i < ad->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
         int64_t end = a->free_event < 0 ? (int64_t)ne : a->free_event;
-        double x0 = 0, x1 = 0;
+        double x0 = 0, x1 = 0, bound;
         bool have_life = false;
         size_t w;
-        if (is_band[i])
+        if (is_band[i] == 1)
             continue;
+        bound = bound_of[is_band[i]];
         /* a window at or before the one of its alloc (ne * w / W <= alloc_event for this
          * w); the loop passes over those that end at or before its alloc */
         w = a->alloc_event < 0 ? 0 : (size_t)((uint64_t)a->alloc_event * W / ne);
         /* most: inside the window of its alloc and turned away by its threshold */
-        if (w < W && a->alloc_event >= wk[w] && end <= wk[w + 1] && (double)bound[i] < h[w].thr)
+        if (w < W && a->alloc_event >= wk[w] && end <= wk[w + 1] && bound < h[w].thr)
             continue;
         for (; w < W; w++) {
             int64_t k0 = wk[w], k1 = wk[w + 1];
@@ -327,7 +355,7 @@ static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
                 continue;
             if (end <= k0)
                 break; /* the later windows start later still */
-            if ((double)bound[i] < h[w].thr) {
+            if (bound < h[w].thr) {
                 if (end <= k1)
                     break;
                 continue;
@@ -349,14 +377,14 @@ static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
 
 static enum gm_status choose_windows(const struct gm_analysis_device *ad,
                                      const struct gm_lod_axis *ax, const float *xs,
-                                     const float *bound, const struct gm_bands_opts *o,
-                                     struct gm_bands *out)
+                                     const struct gm_bands_opts *o, struct gm_bands *out)
 {
     size_t ne = ax->n_events, W = o->n_windows;
     struct heap *h;
     struct cand *pool;
-    int64_t *wk; /* window w is events [wk[w], wk[w + 1]) */
-    double *wx;  /* their x */
+    int64_t *wk;          /* window w is events [wk[w], wk[w + 1]) */
+    double *wx;           /* their x */
+    double bound_of[256]; /* of each code (area_code()) */
     enum gm_status st = GM_OK;
 
     if (!W || !o->per_window || !ne || out->n == ad->n_allocs)
@@ -372,14 +400,16 @@ static enum gm_status choose_windows(const struct gm_analysis_device *ad,
     }
     for (size_t w = 0; w < W; w++)
         h[w] = HEAP(pool + w * o->per_window, o->per_window);
+    for (unsigned c = 0; c < 256; c++)
+        bound_of[c] = area_of_code((uint8_t)c);
     for (size_t w = 0; w <= W; w++) {
         wk[w] = (int64_t)(ne * w / W);
         wx[w] = x_of(ax, xs, wk[w], false);
     }
     if (gm_lod_axis_x32(ax))
-        offer_windows(ad, ax, xs, out->is_band, bound, h, W, wk, wx, true);
+        offer_windows(ad, ax, xs, out->is_band, bound_of, h, W, wk, wx, true);
     else
-        offer_windows(ad, ax, xs, out->is_band, bound, h, W, wk, wx, false);
+        offer_windows(ad, ax, xs, out->is_band, bound_of, h, W, wk, wx, false);
     for (size_t w = 0; w < W; w++) {
         struct gm_bands_window *bw = &out->windows[out->n_windows];
         if (!h[w].n)
@@ -415,7 +445,6 @@ enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct
     size_t n = ad ? ad->n_allocs : 0, max = o && o->max_bands ? o->max_bands : GM_BANDS_DEFAULT;
     bool windows = o && o->n_windows && o->per_window && ax->n_events;
     float *xs = NULL;
-    float *bound = NULL; /* with windows: each allocation's area, for their choice */
     enum gm_status st;
 
     memset(out, 0, sizeof(*out));
@@ -426,24 +455,23 @@ enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct
     xs = event_xs(ax);
     out->allocs = gm_malloc(max * sizeof(*out->allocs));
     out->is_band = gm_calloc(n, 1);
-    if (windows)
-        bound = gm_malloc(n * sizeof(*bound));
     if ((ax->time && ax->n_events && ax->dev && !gm_lod_axis_keeps_x(ax) && !xs) || !out->allocs ||
-        !out->is_band || (windows && !bound)) {
+        !out->is_band) {
         st = GM_ERR_NOMEM;
         goto out_fail;
     }
-    st = choose_whole(ad, ax, xs, max, bound, out);
+    /* with windows, is_band holds the areas' codes until both choices are made */
+    st = choose_whole(ad, ax, xs, max, windows, out);
     if (st == GM_OK && windows)
-        st = choose_windows(ad, ax, xs, bound, o, out);
+        st = choose_windows(ad, ax, xs, o, out);
     if (st != GM_OK)
         goto out_fail;
+    for (size_t i = 0; windows && i < n; i++)
+        out->is_band[i] = out->is_band[i] == 1;
     gm_free(xs);
-    gm_free(bound);
     return GM_OK;
 out_fail:
     gm_free(xs);
-    gm_free(bound);
     gm_bands_release(out);
     return gm_fail(err, st, GM_NO_OFFSET, "timeline bands: out of memory");
 }

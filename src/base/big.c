@@ -126,6 +126,15 @@ void *gm_big_realloc(void *p, size_t old_bytes, size_t new_bytes)
 #endif
 }
 
+void *gm_big_zalloc(size_t bytes)
+{
+#ifdef GM_BIG_MAPPED
+    if (bytes >= GM_BIG_MIN)
+        return gm_big_realloc(NULL, 0, bytes); /* a new anonymous mapping: zero */
+#endif
+    return gm_calloc(1, bytes ? bytes : 1);
+}
+
 void gm_big_free(void *p, size_t bytes)
 {
     if (!p)

@@ -61,6 +61,11 @@ size_t gm_big_room(size_t bytes);
  * unchanged). */
 bool gm_big_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
 
+/* A zeroed array of 'bytes' made as gm_big_realloc(NULL, 0, bytes) makes it (a mapping of
+ * its own, populated, from GM_BIG_MIN bytes), with no clearing of a new mapping's pages,
+ * which are zero already; released by gm_big_free(p, bytes).  NULL when out of memory. */
+void *gm_big_zalloc(size_t bytes);
+
 /* Release 'p', of 'bytes' capacity (as last passed to gm_big_realloc()). */
 void gm_big_free(void *p, size_t bytes);
 

@@ -36,6 +36,7 @@
  *    job{peak, peak_rank, rank_from, rank_ids[], outliers[]} | null  (the job's peak and the
  *        page index of its rank, each rank's number, gm_analysis_rank_outliers()),
  *    account{processes[...]} | null  (gpumem account of the same run: html_account.c)} */
+#define _GNU_SOURCE /* fopencookie(): gm_report_html() writes its rank straight into the page */
 #include "base/buf.h"
 #include "base/json_room.h"
 #include "base/outbuf.h"
@@ -298,20 +299,28 @@ static void write_summary(struct gm_json *w, const struct gm_rank *s, bool has)
     gm_json_end_object(w);
 }
 
-enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snapshot *snap,
-                                  const struct gm_analysis *an, const char *title,
-                                  struct gm_error *err)
+/* Room for rank p->n, and its figures (gm_analysis_rank()) for the page's head. */
+static enum gm_status rank_summary(struct gm_report_page *p, const struct gm_analysis *an,
+                                   const char *title, struct gm_error *err)
+{
+    if (p->n == p->cap && !page_grow(p))
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
+    p->has_sum[p->n] = false;
+    if (an)
+        return gm_analysis_rank(an, p->n, title, &p->sum[p->n], &p->has_sum[p->n], err);
+    return GM_OK;
+}
+
+/* Rank r's object of the page data (its figures from rank_summary()) to 'f', which nothing
+ * else writes to meanwhile. */
+static enum gm_status rank_write(const struct gm_report_page *p, size_t r,
+                                 const struct gm_snapshot *snap, const struct gm_analysis *an,
+                                 const char *title, FILE *f, struct gm_error *err)
 {
     struct gm_json w;
     struct gm_report_ctx c;
-    struct gm_buf json = GM_BUF_INIT;
-    FILE *mem;
-    enum gm_status st = gm_analysis_require_series(an, "report", err);
+    enum gm_status st = GM_OK;
 
-    if (st != GM_OK)
-        return st;
-    if (p->n == p->cap && !page_grow(p))
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
     memset(&c, 0, sizeof(c));
     c.snap = snap;
     c.an = an;
@@ -320,29 +329,10 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
     c.stack_used = gm_calloc(snap->n_stacks + 1, 1);
     if (!c.stack_used)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
-    mem = gm_buf_file(&json);
-    if (!mem) {
-        gm_free(c.stack_used);
-        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
-    }
-    /* the buffered writer hands over its text in pieces of its whole buffer: unbuffered, each
-     * goes to the page's buffer in one copy, not first into the stream's own buffer (mem is
-     * written by w alone: small writes would each be a call of the cookie).  Refused, the
-     * stream stays buffered (the same text, one copy more), with no error left on it */
-    if (setvbuf(mem, NULL, _IONBF, 0) != 0)
-        clearerr(mem);
-    p->has_sum[p->n] = false;
-    if (an &&
-        (st = gm_analysis_rank(an, p->n, title, &p->sum[p->n], &p->has_sum[p->n], err)) != GM_OK) {
-        fclose(mem);
-        gm_buf_release(&json);
-        gm_free(c.stack_used);
-        return st;
-    }
-    gm_json_init(&w, mem, GM_JSON_BUFFERED); /* mem is written by w alone */
+    gm_json_init(&w, f, GM_JSON_BUFFERED); /* f is written by w alone */
     gm_json_begin_object(&w);
     write_meta(&c, title ? title : p->o.title ? p->o.title : "snapshot");
-    write_summary(&w, &p->sum[p->n], p->has_sum[p->n]);
+    write_summary(&w, &p->sum[r], p->has_sum[r]);
     gm_json_key(&w, "devices");
     gm_json_begin_array(&w);
     for (size_t d = 0; d < snap->n_devices && st == GM_OK; d++) {
@@ -359,9 +349,32 @@ enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snap
             st = gm_fail(err, c.nomem ? GM_ERR_NOMEM : GM_ERR_INTERNAL, GM_NO_OFFSET,
                          "report: building the page data failed");
     }
+    gm_free(c.stack_used);
+    return st;
+}
+
+enum gm_status gm_report_page_add(struct gm_report_page *p, const struct gm_snapshot *snap,
+                                  const struct gm_analysis *an, const char *title,
+                                  struct gm_error *err)
+{
+    struct gm_buf json = GM_BUF_INIT;
+    FILE *mem;
+    enum gm_status st = gm_analysis_require_series(an, "report", err);
+
+    if (st != GM_OK || (st = rank_summary(p, an, title, err)) != GM_OK)
+        return st;
+    mem = gm_buf_file(&json);
+    if (!mem)
+        return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
+    /* the buffered writer hands over its text in pieces of its whole buffer: unbuffered, each
+     * goes to the page's buffer in one copy, not first into the stream's own buffer (mem is
+     * written by w alone: small writes would each be a call of the cookie).  Refused, the
+     * stream stays buffered (the same text, one copy more), with no error left on it */
+    if (setvbuf(mem, NULL, _IONBF, 0) != 0)
+        clearerr(mem);
+    st = rank_write(p, p->n, snap, an, title, mem, err);
     if (fclose(mem) != 0 && st == GM_OK)
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
-    gm_free(c.stack_used);
     if (st != GM_OK) {
         gm_buf_release(&json);
         return st;
@@ -514,7 +527,9 @@ static void put_json_for_script(FILE *f, const char *s, size_t n)
     fwrite(s + run, 1, n - run, f);
 }
 
-enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm_error *err)
+/* The page up to its data's ranks, escaped (put_json_for_script()): what comes before them
+ * and the data's head, made of every rank's figures (rank_summary()). */
+static enum gm_status page_head(struct gm_report_page *p, FILE *f, struct gm_error *err)
 {
     const char *title = p->o.title ? p->o.title : "snapshot";
     struct gm_json w;
@@ -532,7 +547,7 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
     put_chunks(f, gm_report_body);
     fputs("<script type=\"application/json\" id=\"gm-data\">", f);
     {
-        /* the head of the data, then each rank's object as it was rendered */
+        /* the head of the data (the ranks' objects follow it) */
         struct gm_buf head = GM_BUF_INIT;
         FILE *mem = gm_buf_file(&head);
         if (!mem)
@@ -599,16 +614,16 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
         gm_json_begin_array(&w);
         fflush(mem);
         put_json_for_script(f, head.data, head.len);
-        for (size_t i = 0; i < p->n; i++) {
-            if (i)
-                fputc(',', f);
-            put_json_for_script(f, p->ranks[i], p->len[i]);
-        }
-        fputs("]}", f);
         fclose(mem);
         gm_buf_release(&head);
     }
-    fputs("</script>\n<script>\n", f);
+    return GM_OK;
+}
+
+/* The rest of the page after the data's ranks. */
+static enum gm_status page_tail(FILE *f, struct gm_error *err)
+{
+    fputs("]}</script>\n<script>\n", f);
     put_chunks(f, gm_report_js);
     fputs("</script>\n</body>\n</html>\n", f);
     if (fflush(f) != 0 || ferror(f))
@@ -616,15 +631,82 @@ enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm
     return GM_OK;
 }
 
+enum gm_status gm_report_page_write(struct gm_report_page *p, FILE *f, struct gm_error *err)
+{
+    enum gm_status st = page_head(p, f, err);
+    if (st != GM_OK)
+        return st;
+    for (size_t i = 0; i < p->n; i++) {
+        if (i)
+            fputc(',', f);
+        put_json_for_script(f, p->ranks[i], p->len[i]);
+    }
+    return page_tail(f, err);
+}
+
+static ssize_t script_write(void *cookie, const char *buf, size_t n)
+{
+    struct gm_report_script *o = cookie;
+    if (n == 0)
+        return 0;
+    if (o->lt)
+        fputs(buf[0] == '/' || buf[0] == '!' ? "\\u003c" : "<", o->f);
+    o->lt = buf[n - 1] == '<';
+    put_json_for_script(o->f, buf, o->lt ? n - 1 : n);
+    return ferror(o->f) ? -1 : (ssize_t)n;
+}
+
+static int script_close(void *cookie)
+{
+    struct gm_report_script *o = cookie;
+    if (o->lt)
+        fputc('<', o->f);
+    o->lt = false;
+    return ferror(o->f) ? EOF : 0;
+}
+
+FILE *gm_report_script_open(struct gm_report_script *s, FILE *f)
+{
+    cookie_io_functions_t io = {NULL, script_write, NULL, script_close};
+    s->f = f;
+    s->lt = false;
+    return fopencookie(s, "w", io);
+}
+
+/* One rank written as it is rendered, straight into the page (not gathered first as
+ * gm_report_page_add() does: a page of millions of values would take that many fresh
+ * bytes): the head needs only this rank's figures. */
 enum gm_status gm_report_html(FILE *f, const struct gm_snapshot *snap, const struct gm_analysis *an,
                               const struct gm_report_opts *o, struct gm_error *err)
 {
     struct gm_report_page *p;
-    enum gm_status st = gm_report_page_new(o, &p, err);
-    if (st != GM_OK)
+    struct gm_report_script so;
+    FILE *data;
+    enum gm_status st = gm_analysis_require_series(an, "report", err);
+
+    if (st != GM_OK || (st = gm_report_page_new(o, &p, err)) != GM_OK)
         return st;
-    if ((st = gm_report_page_add(p, snap, an, NULL, err)) == GM_OK)
-        st = gm_report_page_write(p, f, err);
+    if ((st = rank_summary(p, an, NULL, err)) != GM_OK)
+        goto out_free;
+    p->ranks[0] = NULL; /* written below */
+    p->len[0] = 0;
+    p->n = 1;
+    if ((st = page_head(p, f, err)) != GM_OK)
+        goto out_free;
+    data = gm_report_script_open(&so, f);
+    if (!data) {
+        st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
+        goto out_free;
+    }
+    /* unbuffered: the JSON writer's pieces go on as they are (see gm_report_page_add()) */
+    if (setvbuf(data, NULL, _IONBF, 0) != 0)
+        clearerr(data);
+    st = rank_write(p, 0, snap, an, NULL, data, err);
+    if (fclose(data) != 0 && st == GM_OK)
+        st = gm_fail(err, GM_ERR_IO, GM_NO_OFFSET, "report: write error");
+    if (st == GM_OK)
+        st = page_tail(f, err);
+out_free:
     gm_report_page_free(p);
     return st;
 }

@@ -12,8 +12,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- the HTML page (html.c, html_device.c, html_state.c) ---- */
+
+/* A FILE whose text goes on to 'f' as the page's data element takes it: the '<' of "</"
+ * and "<!" as "\u003c" (the same character to JSON), so that no string in the data closes
+ * the element or opens a comment, however the text is cut into writes (a '<' that ends a
+ * write waits for the first byte of the next).  NULL when out of memory; 's' is the FILE's
+ * state until fclose(), which writes what waits.  Errors of 'f' are the FILE's. */
+struct gm_report_script {
+    FILE *f;
+    bool lt; /* a '<' held back */
+};
+FILE *gm_report_script_open(struct gm_report_script *s, FILE *f);
 
 /* What the renderers of one rank share. */
 struct gm_report_ctx {

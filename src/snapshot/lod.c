@@ -136,7 +136,10 @@ enum gm_status gm_lod_init(struct gm_lod *l, double x0, double x1, unsigned n, s
     memset(l, 0, sizeof(*l));
     if (n == 0)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET, "level of detail: no bucket");
-    l->b = gm_calloc(n, sizeof(*l->b));
+    /* the finest level of a long trace is megabytes (the report's totals: two of 65536
+     * buckets, 3.7 MB each): made by base/big.h, a mapping populated at once, rather than
+     * fresh pages faulted in one by one as the points fill them */
+    l->b = gm_big_zalloc((size_t)n * sizeof(*l->b));
     if (!l->b)
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "level of detail: out of memory");
     l->x0 = x0;
@@ -295,7 +298,7 @@ void gm_lod_release(struct gm_lod *l)
 {
     if (!l)
         return;
-    gm_free(l->b);
+    gm_big_free(l->b, (size_t)l->n * sizeof(*l->b));
     memset(l, 0, sizeof(*l));
 }
 

@@ -218,6 +218,16 @@ static void test_bands_and_rest_add_up(void **state)
         ad.allocs = al;
         ad.n_allocs = n;
         assert_int_equal(gm_bands_choose(&ad, &ax, &o, &b, &err), GM_OK);
+        /* is_band, which held the areas' codes while the windows were chosen, is 1 for the
+         * bands and 0 for the others again */
+        {
+            size_t ones = 0;
+            for (size_t i = 0; i < n; i++) {
+                assert_true(b.is_band[i] <= 1);
+                ones += b.is_band[i];
+            }
+            assert_int_equal(ones, b.n);
+        }
         /* the events asked in reverse order: the answer follows the question */
         for (int64_t k = -1; k < (int64_t)ne; k++)
             ks[ne - 1 - k] = k;
@@ -339,9 +349,9 @@ static void test_rest_from_all_equals_rest_at(void **state)
     }
 }
 
-/* A window's choice skips an allocation whose whole area, as a float bound, is below the
- * heap's root; the bound must round up (bands.c area_bound).  Area 3 x 11184811 = 33554433
- * = 2^25 + 1 is no float: rounded to nearest (or down) it would be 2^25, below the root's
+/* A window's choice skips an allocation whose whole area, as a coded bound, is below the
+ * heap's root; the bound must round up (bands.c area_code).  Area 3 x 11184811 = 33554433
+ * = 2^25 + 1 has no code: rounded to nearest (or down) it would be 2^25, below the root's
  * exact 33554433, and allocation 2, which ties on area and wins on bytes, would be turned
  * away for allocation 1 (planting round-to-nearest makes this test fail). */
 static void test_window_area_bound_rounds_up(void **state)

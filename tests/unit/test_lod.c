@@ -388,6 +388,32 @@ static void test_totals_in_given_array(void **state)
     ev[N / 2].flags = GM_EVENT_HAS_ADDR | GM_EVENT_HAS_TIME;
 }
 
+/* A level's buckets come from base/big.h: the finest level of a long trace (65536 buckets,
+ * 3.7 MB) is a mapping of its own, populated at once, not heap pages faulted in one by one
+ * (page-aligned where big arrays are mapped; calloc()'s block is not); small and large, the
+ * buckets start zero and are released whole (ASan). */
+static void test_level_buckets_mapped(void **state)
+{
+    static const unsigned ns[] = {1, 1024, 65536};
+    (void)state;
+    for (size_t t = 0; t < sizeof(ns) / sizeof(ns[0]); t++) {
+        struct gm_lod l;
+        struct gm_error err;
+        const unsigned char *p;
+        assert_int_equal(gm_lod_init(&l, 0.0, 100.0, ns[t], &err), GM_OK);
+        p = (const unsigned char *)l.b;
+        for (size_t i = 0; i < ns[t] * sizeof(*l.b); i++)
+            assert_int_equal(p[i], 0);
+#if defined(__linux__) && !defined(GM_ARENA_MALLOC)
+        if (ns[t] * sizeof(*l.b) >= GM_BIG_MIN)
+            assert_int_equal((uintptr_t)l.b % 4096, 0);
+#endif
+        gm_lod_add(&l, 50.0, 0, 7);
+        gm_lod_release(&l);
+        assert_null(l.b);
+    }
+}
+
 /* gm_lod_axis_first_time_at(): the time it gives has an x at or above x and the time before it
  * an x below (checked with gm_lod_axis_x_of_time(), for whole and fractional x, near 0 and
  * 2^52, from t0's near both ends of int64); false where no int64 time reaches x and for x
@@ -441,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_axis_timeline_equals_two_passes),
         cmocka_unit_test(test_axis_first_time_at),
         cmocka_unit_test(test_totals_in_given_array),
+        cmocka_unit_test(test_level_buckets_mapped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -615,18 +615,12 @@ static void test_report_num(void **state)
     free(text);
 }
 
-/* A snapshot whose frame and settings try to close the script element. */
-static void test_hostile_strings(void **state)
+/* A snapshot of one allocation freed, its frame named to close the page's script element
+ * and open a comment. */
+static struct gm_snapshot *hostile_snapshot(void)
 {
     struct gm_pickle_writer *w;
-    struct gm_snapshot *snap;
-    struct gm_analysis *an;
-    struct gm_error err;
     FILE *f = tmpfile();
-    size_t n;
-    char *html;
-    json_t *j;
-    (void)state;
     w = trace_begin(f, 2);
     for (int e = 0; e < 2; e++) {
         gm_pickle_dict_begin(w, 5);
@@ -651,7 +645,20 @@ static void test_hostile_strings(void **state)
         gm_pickle_list_end(w);
         gm_pickle_dict_end(w);
     }
-    snap = trace_load(w, f);
+    return trace_load(w, f);
+}
+
+/* A snapshot whose frame and settings try to close the script element. */
+static void test_hostile_strings(void **state)
+{
+    struct gm_snapshot *snap;
+    struct gm_analysis *an;
+    struct gm_error err;
+    size_t n;
+    char *html;
+    json_t *j;
+    (void)state;
+    snap = hostile_snapshot();
     assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
     html = render(snap, an, &n);
     assert_int_equal(count(html, "</script>"), 2);
@@ -717,6 +724,70 @@ static struct gm_snapshot *random_trace(uint64_t *x, int kind)
         gm_pickle_dict_end(w);
     }
     return trace_load(w, f);
+}
+
+/* The page's data element takes the text however it is cut into writes: a '<' that ends one
+ * write and a '/' or '!' that starts the next are "\u003c" and the byte (holding the '<'
+ * back is what this checks: written at once, "</" would close the element), a '<' before
+ * anything else or at the end stays itself. */
+static void test_script_file_cut_anywhere(void **state)
+{
+    static const char *const pieces[] = {"a<", "/b<", "!c<", "d", "</e", "<", "<", "x<"};
+    const char *want = "a\\u003c/b\\u003c!c<d\\u003c/e<<x<";
+    struct gm_report_script s;
+    FILE *f = tmpfile(), *data;
+    size_t n;
+    char *got;
+    (void)state;
+    data = gm_report_script_open(&s, f);
+    assert_non_null(data);
+    assert_int_equal(setvbuf(data, NULL, _IONBF, 0), 0); /* each piece a write of its own */
+    for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++)
+        assert_int_equal(fputs(pieces[i], data) >= 0, 1);
+    assert_int_equal(fclose(data), 0);
+    got = read_all(f, &n);
+    fclose(f);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+/* gm_report_html() writes its one rank into the page as it is rendered; the page equals the
+ * one gathered first and written by gm_report_page_write(), byte for byte: on the example,
+ * on names that would close the element, on traces of every kind of time and without an
+ * analysis. */
+static void test_streamed_page_equals_gathered(void **state)
+{
+    struct gm_report_opts o = {"test </title><b>", 50, 6, 0, NULL};
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    (void)state;
+    for (int round = 0; round < 8; round++) {
+        struct gm_snapshot *snap = round == 0   ? example(3)
+                                   : round == 1 ? hostile_snapshot()
+                                                : random_trace(&x, round % 5);
+        struct gm_analysis *an = NULL;
+        struct gm_report_page *p;
+        struct gm_error err;
+        FILE *f1 = tmpfile(), *f2 = tmpfile();
+        size_t n1, n2;
+        char *h1, *h2;
+        if (round != 7)
+            assert_int_equal(gm_analysis_run(snap, NULL, &an, &err), GM_OK);
+        assert_int_equal(gm_report_html(f1, snap, an, &o, &err), GM_OK);
+        assert_int_equal(gm_report_page_new(&o, &p, &err), GM_OK);
+        assert_int_equal(gm_report_page_add(p, snap, an, NULL, &err), GM_OK);
+        assert_int_equal(gm_report_page_write(p, f2, &err), GM_OK);
+        gm_report_page_free(p);
+        h1 = read_all(f1, &n1);
+        h2 = read_all(f2, &n2);
+        fclose(f1);
+        fclose(f2);
+        assert_int_equal(n1, n2);
+        assert_memory_equal(h1, h2, n1);
+        free(h1);
+        free(h2);
+        gm_analysis_free(an);
+        gm_snapshot_free(snap);
+    }
 }
 
 /* The timeline the analysis keeps for the page (gm_analysis_opts.totals, summed in its
@@ -1034,6 +1105,8 @@ int main(void)
         cmocka_unit_test(test_example_report),
         cmocka_unit_test(test_ranks_page),
         cmocka_unit_test(test_hostile_strings),
+        cmocka_unit_test(test_script_file_cut_anywhere),
+        cmocka_unit_test(test_streamed_page_equals_gathered),
         cmocka_unit_test(test_plot),
         cmocka_unit_test(test_layout_replay),
         cmocka_unit_test(test_layout_pages_equal_layout),
