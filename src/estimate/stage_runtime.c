@@ -347,6 +347,12 @@ bool est_node_peers(const struct est_ctx *cx)
  * low end leaves them out. */
 #define NCCL_NVLINK_PAIR_EXTRA  (256 * GM_MIB)
 #define NCCL_NVLINK_GROUP_EXTRA (112 * GM_MIB)
+/* More is seen over NVLink than even that: NVIDIA/nccl#864, about 1.6 GB for one communicator
+ * and an all-reduce (setup not stated); v002's two H100s at tp 2 (vLLM 0.6.5) print 3.58 GiB of
+ * non-torch memory, 2.2 GiB above what gpumem charges them; the tp 8 H100 starts v036/v071 imply
+ * 260-344 MiB more than the rule.  So the range's high end keeps 2 GiB a communicator over
+ * NVLink where the rule's high end is below it, the flat figure gpumem charged before. */
+#define NCCL_NVLINK_HIGH_BYTES (2 * GM_GIB)
 /* The row the device code's size is read from, named by the assumption line. */
 #define NCCL_LIB_FIT_ON "v025 of vllm_startup_logs.csv"
 
@@ -427,7 +433,12 @@ static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, size_t n, s
             .p2p = !est_no_p2p(j),
             .cumem = nccl_cumem(j),
         };
-        bytes = gm_add_sat(bytes, est_nccl_comm_bytes(&c, b));
+        uint64_t comm = est_nccl_comm_bytes(&c, b);
+        /* the high end over NVLink keeps what the rule does not explain (above) */
+        if (b == EST_HIGH && c.p2p && c.local_ranks > 1 && c.link == GM_GPU_LINK_NVLINK &&
+            comm < NCCL_NVLINK_HIGH_BYTES)
+            comm = NCCL_NVLINK_HIGH_BYTES;
+        bytes = gm_add_sat(bytes, comm);
         /* one GPU of the group per node: its network transport (above) */
         if (c.local_ranks < 2 && c.p2p && b == EST_HIGH)
             bytes = gm_add_sat(bytes, 64 * GM_MIB);

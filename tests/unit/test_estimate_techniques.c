@@ -1436,6 +1436,18 @@ static void test_nccl_rule(void **state)
     run("deepseek-coder-6.7b-instruct",
         "--infer --engine vllm --vllm-version 0.5.0 --gpu RTX-4090 --gpus 2", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 125 * GM_MIB);
+    /* the range of a two-H100 job whose only uncertain term is NCCL (PyTorch's NCCL, cuMem
+     * on): the point 125 + 288 + 196 + 256 = 865 MiB; the low end the device code's 104 MiB
+     * and one pair a channel, 392; the high end 128 MiB and the 2 GiB a communicator kept over
+     * NVLink where the rule's own high end is below it */
+    run("llama-3-8b",
+        "--train --seq 2048 --gpus 2 --gpu H100 --cuda-context 450MiB --fragmentation 0.25 "
+        "--lora",
+        &with);
+    assert_int_equal(with->range.sources, GM_UNCERTAIN_NCCL);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 865 * GM_MIB);
+    assert_int_equal(with->device_bytes - with->range.device_bytes[0], (865 - 392) * GM_MIB);
+    assert_int_equal(with->range.device_bytes[1] - with->device_bytes, (128 + 2048 - 865) * GM_MIB);
     /* a given --nccl replaces the rule, per communicator, without the device code */
     run("llama-3-8b", "--train --seq 2048 --gpus 8 --gpu H100 --fsdp --nccl 1GiB", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), GM_GIB);
