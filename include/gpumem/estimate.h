@@ -482,6 +482,13 @@ struct gm_job_stack {
                                       zero_grad() to zeros by default */
 };
 
+/* How the GPUs of one board's servers reach each other: it sets how many channels NCCL opens
+ * (stage_runtime.c, est_nccl_comm_bytes). */
+enum gm_gpu_link {
+    GM_GPU_LINK_PCIE = 0, /* PCIe only (the default, and for a GPU known by its size alone) */
+    GM_GPU_LINK_NVLINK,   /* NVLink through NVSwitch on the board's usual servers (HGX/DGX) */
+};
+
 /* The GPU the fit is judged on. */
 struct gm_job_gpu {
     uint64_t memory_bytes;  /* capacity of each device; 0 = none (list what fits) */
@@ -491,6 +498,7 @@ struct gm_job_gpu {
     unsigned sm;            /* compute capability x 10 of a catalog GPU; 0 = unknown */
     bool no_p2p;            /* a catalog GPU without peer access (gm_gpu.no_p2p) */
     unsigned sms;           /* streaming multiprocessors of a catalog GPU; 0 = unknown */
+    enum gm_gpu_link link;  /* a catalog GPU's link to its peers (gm_gpu.link); else PCIe */
     uint64_t catalog_bytes; /* a catalog GPU whose total was given (--gpu NAME --gpu-memory SIZE,
                                in either order): the catalog's own total, which memory_bytes
                                replaces; 0 = the total is the catalog's or there is no GPU */
@@ -752,6 +760,7 @@ struct gm_est_layout {
     uint64_t nodes;
     uint64_t dp;                  /* data-parallel ranks: gpus / (tp x pp) */
     uint64_t host_bytes_per_node; /* offloaded state held by one node's host memory */
+    uint64_t nccl_communicators;  /* NCCL communicators one rank holds (stage_runtime.c) */
     size_t n_groups;
     struct gm_device_group groups[GM_EST_MAX_GROUPS];
 };
@@ -1261,6 +1270,7 @@ struct gm_gpu {
     uint64_t cuda_bytes;   /* the total cudaMemGetInfo reports, as a public printout (a vLLM
                               log, a device-properties listing) gives it; 0 = not known */
     unsigned sms;          /* streaming multiprocessors (NVIDIA's published specifications) */
+    enum gm_gpu_link link; /* how two such boards of one server are connected */
 };
 size_t gm_gpu_catalog_count(void);
 const struct gm_gpu *gm_gpu_catalog_get(size_t i);

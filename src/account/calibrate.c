@@ -112,7 +112,6 @@ enum gm_status gm_account_calibrate(const struct gm_account *a, struct gm_job *j
     out->device_before = e->device_bytes;
     for (int c = 0; c < GM_ACCOUNT_COMP__COUNT; c++) {
         struct gm_account_calib_row *r = &out->rows[c];
-        uint64_t nccl_per = job->runtime.nccl_bytes;
         char value[32];
         r->what = (enum gm_account_component)c;
         snprintf(r->setting, sizeof(r->setting), "%s", comps[c].setting);
@@ -120,8 +119,8 @@ enum gm_status gm_account_calibrate(const struct gm_account *a, struct gm_job *j
         r->applies = r->predicted > 0 || (c == GM_ACCOUNT_COMP_CONTEXT);
         r->measured = measured(b, (enum gm_account_component)c);
         r->value = r->measured;
-        if (c == GM_ACCOUNT_COMP_NCCL && r->predicted && nccl_per)
-            r->communicators = (r->predicted + nccl_per / 2) / nccl_per;
+        if (c == GM_ACCOUNT_COMP_NCCL && r->predicted)
+            r->communicators = e->layout.nccl_communicators;
         if (!r->applies) {
             snprintf(r->note, sizeof(r->note), "the estimate has no such component for this job%s",
                      c == GM_ACCOUNT_COMP_NCCL && r->measured

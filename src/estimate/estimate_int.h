@@ -352,7 +352,25 @@ bool est_no_p2p(const struct gm_job *j);
 /* Whether NCCL's buffers on this GPU and vLLM's custom all-reduce can use peer access to other
  * GPUs of the node: peer access, and more than one GPU per node (stage_runtime.c). */
 bool est_node_peers(const struct est_ctx *cx);
+/* NCCL's device memory on one GPU (stage_runtime.c): the rule, or --nccl x communicators. */
 uint64_t est_nccl_bytes(struct est_ctx *cx);
+/* One communicator as NCCL's rule sees it. */
+#define EST_NCCL_MAX_COMMS 4
+struct est_nccl_comm {
+    uint64_t local_ranks;  /* ranks of the group on this GPU's node (itself included) */
+    enum gm_gpu_link link; /* sets the channels */
+    unsigned sm;           /* compute capability x 10 (NVLS from 9.0) */
+    bool p2p;              /* peer access (the P2P transport); else host memory (SHM) */
+    bool cumem;            /* NCCL allocates through cuMem (2 MiB granules) */
+};
+/* One (send, receive) P2P connection pair's buffers: 2 + 10 MiB. */
+uint64_t est_nccl_pair_bytes(void);
+/* NCCL's collective channels over the link: 24 NVLink, 2 PCIe. */
+unsigned est_nccl_channels(enum gm_gpu_link link);
+/* One communicator's device memory at one end of the range, without the device code. */
+uint64_t est_nccl_comm_bytes(const struct est_nccl_comm *c, enum est_bound bound);
+/* The device code NCCL loads once per process, at one end of the range. */
+uint64_t est_nccl_lib_bytes(enum est_bound bound);
 
 /* ---- step_alloc.c: peak reserved from the step's allocation sequence ---- */
 

@@ -86,7 +86,11 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
     }
     if (j->mode != GM_EST_WEIGHTS) /* --stack: training and generate() take its defaults */
         est_stack_json(w, j);
-    gm_json_kv_u64(w, "nccl_bytes_per_communicator", j->runtime.nccl_bytes);
+    /* null: NCCL's rule (stage_runtime.c), no figure per communicator */
+    if (est_given(j, EST_SET_NCCL))
+        gm_json_kv_u64(w, "nccl_bytes_per_communicator", j->runtime.nccl_bytes);
+    else
+        gm_json_kv_null(w, "nccl_bytes_per_communicator");
     json_version(w, "cuda_version", j->stack.cuda);
     json_version(w, "torch_version", j->stack.torch);
     if (j->mode == GM_EST_INFER && j->engine.kind == GM_ENGINE_VLLM)

@@ -59,42 +59,56 @@
  * The RTX 4090 has no P2P with NVIDIA's driver: the mailbox hardware its P2P would use "is not
  * present or disabled in hardware on the 4090s" (tinygrad/open-gpu-kernel-modules README,
  * 1f40371, the fork that adds P2P through BAR1), so NCCL connects two of them through host
- * memory and vLLM's custom all-reduce stays off, as --no-p2p says. */
+ * memory and vLLM's custom all-reduce stays off, as --no-p2p says.
+ * The link: NVLink through NVSwitch for the SXM boards of the A100, H100, H200 and B200, as their
+ * HGX/DGX servers connect them (NCCL logs "24 coll channels" there for A100-SXM4 and H100 pairs
+ * and groups of eight: stage_runtime.c); every other board PCIe, the H100 NVL's bridged pairs
+ * and the V100's hybrid cube mesh included (no NCCL channel count of theirs was read). */
 
 static const struct gm_gpu gpus[] = {
     /* data-centre */
-    {"B200", "b200", 192, MIB(183359), "data-centre", 100, false, 0, 148},
-    {"H200", "h200", 141, MIB(143771), "data-centre", 90, false, 0, 132},
-    {"H100-NVL", "h100-nvl h100nvl", 94, MIB(95830), "data-centre", 90, false, 0, 132},
-    {"H100-80GB", "h100", 80, MIB(81559), "data-centre", 90, false, GIB_X100(7918), 132},
-    {"A100-80GB", "a100", 80, MIB(81920), "data-centre", 80, false, GIB_X100(7925), 108},
-    {"A100-40GB", "a100", 40, MIB(40960), "data-centre", 80, false, MIB(40536), 108},
-    {"L40S", "l40s", 48, MIB(46068), "data-centre", 89, false, 0, 142},
-    {"L40", "l40", 48, MIB(46068), "data-centre", 89, false, 0, 142},
-    {"A40", "a40", 48, MIB(46068), "data-centre", 86, false, 0, 84},
-    {"L4", "l4", 24, MIB(23034), "data-centre", 89, false, 0, 58},
-    {"A10G", "a10g", 24, MIB(23028), "data-centre", 86, false, 0, 80},
-    {"A10", "a10", 24, MIB(23028), "data-centre", 86, false, 0, 72},
-    {"V100-32GB", "v100", 32, MIB(32768), "data-centre", 70, false, 0, 80},
-    {"V100-16GB", "v100", 16, MIB(16160), "data-centre", 70, false, 0, 80},
-    {"T4", "t4", 16, MIB(15360), "data-centre", 75, false, MIB(15095), 40},
+    {"B200", "b200", 192, MIB(183359), "data-centre", 100, false, 0, 148, GM_GPU_LINK_NVLINK},
+    {"H200", "h200", 141, MIB(143771), "data-centre", 90, false, 0, 132, GM_GPU_LINK_NVLINK},
+    {"H100-NVL", "h100-nvl h100nvl", 94, MIB(95830), "data-centre", 90, false, 0, 132,
+     GM_GPU_LINK_PCIE},
+    {"H100-80GB", "h100", 80, MIB(81559), "data-centre", 90, false, GIB_X100(7918), 132,
+     GM_GPU_LINK_NVLINK},
+    {"A100-80GB", "a100", 80, MIB(81920), "data-centre", 80, false, GIB_X100(7925), 108,
+     GM_GPU_LINK_NVLINK},
+    {"A100-40GB", "a100", 40, MIB(40960), "data-centre", 80, false, MIB(40536), 108,
+     GM_GPU_LINK_NVLINK},
+    {"L40S", "l40s", 48, MIB(46068), "data-centre", 89, false, 0, 142, GM_GPU_LINK_PCIE},
+    {"L40", "l40", 48, MIB(46068), "data-centre", 89, false, 0, 142, GM_GPU_LINK_PCIE},
+    {"A40", "a40", 48, MIB(46068), "data-centre", 86, false, 0, 84, GM_GPU_LINK_PCIE},
+    {"L4", "l4", 24, MIB(23034), "data-centre", 89, false, 0, 58, GM_GPU_LINK_PCIE},
+    {"A10G", "a10g", 24, MIB(23028), "data-centre", 86, false, 0, 80, GM_GPU_LINK_PCIE},
+    {"A10", "a10", 24, MIB(23028), "data-centre", 86, false, 0, 72, GM_GPU_LINK_PCIE},
+    {"V100-32GB", "v100", 32, MIB(32768), "data-centre", 70, false, 0, 80, GM_GPU_LINK_PCIE},
+    {"V100-16GB", "v100", 16, MIB(16160), "data-centre", 70, false, 0, 80, GM_GPU_LINK_PCIE},
+    {"T4", "t4", 16, MIB(15360), "data-centre", 75, false, MIB(15095), 40, GM_GPU_LINK_PCIE},
     /* workstation and consumer */
     {"RTX-6000-Ada", "rtx-6000-ada rtx6000ada rtx-6000ada", 48, MIB(49140), "workstation", 89,
-     false, 0, 142},
-    {"RTX-A6000", "rtx-a6000 a6000 rtxa6000", 48, MIB(49140), "workstation", 86, false, 0, 84},
+     false, 0, 142, GM_GPU_LINK_PCIE},
+    {"RTX-A6000", "rtx-a6000 a6000 rtxa6000", 48, MIB(49140), "workstation", 86, false, 0, 84,
+     GM_GPU_LINK_PCIE},
     {"RTX-PRO-6000",
      "rtx-pro-6000 rtxpro6000 rtx-pro-6000-blackwell rtx-pro-6000-blackwell-server-edition "
      "rtx-pro-6000-blackwell-workstation-edition rtx-pro-6000-blackwell-max-q-workstation-edition",
-     96, MIB(97887), "workstation", 120, false, GIB_X100(9497), 188},
-    {"RTX-5090", "rtx-5090 5090 rtx5090", 32, MIB(32607), "consumer", 120, false, 0, 170},
-    {"RTX-4090", "rtx-4090 4090 rtx4090", 24, MIB(24564), "consumer", 89, true, 25386352640, 128},
-    {"RTX-3090", "rtx-3090 3090 rtx3090", 24, MIB(24576), "consumer", 86, false, GIB_X100(2358),
-     82},
-    {"RTX-4080", "rtx-4080 4080 rtx4080", 16, MIB(16376), "consumer", 89, false, 0, 76},
+     96, MIB(97887), "workstation", 120, false, GIB_X100(9497), 188, GM_GPU_LINK_PCIE},
+    {"RTX-5090", "rtx-5090 5090 rtx5090", 32, MIB(32607), "consumer", 120, false, 0, 170,
+     GM_GPU_LINK_PCIE},
+    {"RTX-4090", "rtx-4090 4090 rtx4090", 24, MIB(24564), "consumer", 89, true, 25386352640, 128,
+     GM_GPU_LINK_PCIE},
+    {"RTX-3090", "rtx-3090 3090 rtx3090", 24, MIB(24576), "consumer", 86, false, GIB_X100(2358), 82,
+     GM_GPU_LINK_PCIE},
+    {"RTX-4080", "rtx-4080 4080 rtx4080", 16, MIB(16376), "consumer", 89, false, 0, 76,
+     GM_GPU_LINK_PCIE},
     {"RTX-4070-Ti", "rtx-4070-ti 4070-ti 4070ti rtx4070ti", 12, MIB(12282), "consumer", 89, false,
-     0, 60},
-    {"RTX-3080", "rtx-3080 3080 rtx3080", 10, MIB(10240), "consumer", 86, false, 0, 68},
-    {"RTX-3060", "rtx-3060 3060 rtx3060", 12, MIB(12288), "consumer", 86, false, 0, 28},
+     0, 60, GM_GPU_LINK_PCIE},
+    {"RTX-3080", "rtx-3080 3080 rtx3080", 10, MIB(10240), "consumer", 86, false, 0, 68,
+     GM_GPU_LINK_PCIE},
+    {"RTX-3060", "rtx-3060 3060 rtx3060", 12, MIB(12288), "consumer", 86, false, 0, 28,
+     GM_GPU_LINK_PCIE},
 };
 
 #define N_GPUS (sizeof(gpus) / sizeof(gpus[0]))

@@ -73,7 +73,6 @@ void gm_job_init(struct gm_job *job)
     job->parallel.reshard_after_forward = true;
     job->parallel.sync_module_states = true;
     job->parallel.ep = 1;
-    job->runtime.nccl_bytes = GM_GIB;
 }
 
 /* ---- setters that fill more than one field ---- */
@@ -282,6 +281,7 @@ static enum gm_status set_gpu(struct gm_job *j, const union gm_job_value *v, str
     j->gpu.sm = g->sm;
     j->gpu.sms = g->sms;
     j->gpu.no_p2p = g->no_p2p;
+    j->gpu.link = g->link;
     snprintf(j->gpu.label, sizeof j->gpu.label, "%s", g->name);
     return GM_OK;
 }
@@ -310,6 +310,7 @@ static enum gm_status set_gpu_memory(struct gm_job *j, const union gm_job_value 
     j->gpu.sm = 0;
     j->gpu.sms = 0;
     j->gpu.no_p2p = false;
+    j->gpu.link = GM_GPU_LINK_PCIE;
     snprintf(j->gpu.label, sizeof j->gpu.label, "%.*s", (int)sizeof(j->gpu.label) - 1, s);
     return GM_OK;
 }
@@ -892,9 +893,9 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_EP] = NUM("ep", GM_JOB_U64, "N", "expert-parallel degree for MoE layers (default 1)",
                        TRAIN, GM_ENGINE_NONE, parallel.ep, 1, 1024, 0),
     /* the runtime around the tensors */
-    [EST_SET_NCCL] =
-        NUM("nccl", GM_JOB_SIZE, "SIZE", "NCCL buffers per communicator (default 1GiB)", RUN,
-            GM_ENGINE_NONE, runtime.nccl_bytes, 0, BYTES, 0),
+    [EST_SET_NCCL] = NUM("nccl", GM_JOB_SIZE, "SIZE",
+                         "NCCL device memory per communicator (default: NCCL's own rule)", RUN,
+                         GM_ENGINE_NONE, runtime.nccl_bytes, 0, BYTES, 0),
     [EST_SET_NO_P2P] = FLAG("no-p2p",
                             "GPUs without peer access: NCCL buffers in host memory, no vLLM "
                             "custom all-reduce",

@@ -13,11 +13,12 @@
  *  - library memory outside the allocator (--workspace, none by default), and before PyTorch
  *    1.13 the cuBLAS workspaces cuBLAS allocated itself (PyTorch's, inside the allocator, from
  *    1.13: cublas.c);
- *  - NCCL buffers, by the number of communicators a rank holds (one per process group it
+ *  - NCCL's device memory, by the communicators a rank holds (one per process group it
  *    talks in: data parallel, tensor parallel, pipeline neighbours, expert parallel; vLLM
- *    keeps a pynccl communicator beside torch's group), --nccl per communicator, 1 GiB
- *    (NCCL cudaMallocs them itself: channels x connections x 9.19 MiB of protocol buffers,
- *    more with P2P and proxy buffers; NVIDIA/nccl#864 measured 1.6 GB for one);
+ *    keeps a pynccl communicator beside torch's group) and NCCL's own rule for each: its
+ *    P2P connections' buffers by channels and ranks, its small per-channel allocations under
+ *    cuMem, NVLink SHARP buffers, and once per process the device code NCCL loads
+ *    (est_nccl_comm_bytes below); --nccl SIZE per communicator replaces the rule;
  *  - vLLM's non-torch memory beside its budget (stage_engine.c);
  *  - bitsandbytes' paged optimizer state (cudaMallocManaged; the training stage).
  * llama.cpp has no caching allocator and no workspace of its own beyond the context.  In
@@ -34,21 +35,47 @@
 #include <stdio.h>
 #include <string.h>
 
-/* NCCL communicators of one rank: one per process group it takes part in. */
-static uint64_t nccl_communicators(const struct gm_job *j, uint64_t dp)
+/* The NCCL communicators of one rank, one per process group it talks in, and the ranks of
+ * each group ('ranks', room for EST_NCCL_MAX_COMMS); returns how many.  The data-parallel
+ * group's ranks are tp apart (tensor parallelism innermost), so a node holds gpus_per_node / tp
+ * of them; 'dp_group' says which entry that is (or EST_NCCL_MAX_COMMS). */
+static size_t nccl_groups(const struct gm_job *j, uint64_t dp, uint64_t *ranks, size_t *dp_group)
 {
     const struct gm_job_parallel *p = &j->parallel;
-    uint64_t n = 0;
-    /* serving engines: pynccl + torch's device group per TP group */
-    if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_SGLANG)
-        return (p->tp > 1 ? 2 : 0) + (p->pp > 1 ? 1 : 0);
+    size_t n = 0;
+    *dp_group = EST_NCCL_MAX_COMMS;
+    /* serving engines: pynccl + torch's device group per TP group, one for the pipeline */
+    if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_SGLANG) {
+        if (p->tp > 1) {
+            ranks[n++] = p->tp;
+            ranks[n++] = p->tp;
+        }
+        if (p->pp > 1)
+            ranks[n++] = p->pp;
+        return n;
+    }
     if (p->gpus <= 1 || (j->mode != GM_EST_TRAIN && p->tp <= 1))
         return 0;
-    n += dp > 1;
-    n += p->tp > 1;
-    n += p->pp > 1;
-    n += p->ep > 1;
-    return n ? n : 1;
+    if (dp > 1) {
+        *dp_group = n;
+        ranks[n++] = dp;
+    }
+    if (p->tp > 1)
+        ranks[n++] = p->tp;
+    if (p->pp > 1) /* torch's send/recv: one communicator per pair of neighbours */
+        ranks[n++] = 2;
+    if (p->ep > 1)
+        ranks[n++] = p->ep;
+    if (!n)
+        ranks[n++] = p->gpus;
+    return n;
+}
+
+static uint64_t nccl_communicators(const struct gm_job *j, uint64_t dp)
+{
+    uint64_t ranks[EST_NCCL_MAX_COMMS];
+    size_t dp_group;
+    return nccl_groups(j, dp, ranks, &dp_group);
 }
 
 /* The most threads one SM of a compute capability keeps resident (the CUDA C++ Programming
@@ -253,36 +280,186 @@ bool est_node_peers(const struct est_ctx *cx)
     return !est_no_p2p(cx->job) && cx->e->layout.gpus_per_node > 1;
 }
 
+/* ---- NCCL's device memory: the rule ---------------------------------------------------------
+ *
+ * Read in NVIDIA/nccl at its release tags (v2.18.3-1 to v2.30.7-1; file and line per figure in
+ * docs/estimate.md, "NCCL's device memory").  Per GPU:
+ *  - each P2P connection's buffers, allocated by the rank that owns them (its proxy,
+ *    ncclP2pAllocateShareableBuffer; the peer maps them and spends nothing): a send holds
+ *    ALIGN(sizeof(struct ncclSendMem), CUDA_IPC_MIN) and a receive ALIGN(sizeof(struct
+ *    ncclRecvMem) + LL + LL128 + SIMPLE, CUDA_IPC_MIN) (src/transport/p2p.cc p2pSendSetup,
+ *    p2pRecvSetup; the two headers are one 4 KiB MEM_ALIGN page each, src/include/comm.h;
+ *    CUDA_IPC_MIN 2 MiB; the buffer sizes are computeBuffSizes' defaults, src/init.cc), 2 + 10
+ *    MiB a pair (P2P read, sm80 over NVLink, moves SIMPLE to the send side: 6 + 6, the same);
+ *  - per channel, at two ranks one send and one receive to the peer (ring and tree share
+ *    them); from three ranks the ring's pair and the intra-node tree chain's second pair, 24
+ *    MiB for a middle rank, 14 for the chain's leaf (derived from the connect code, not
+ *    measured): the point and the high end count two pairs, the low end one (NCCL from 2.22
+ *    with cuMem connects an algorithm at its first use, src/init.cc runtimeConn, and the ring
+ *    may be all a job uses);
+ *  - channels: 24 coll channels over NVLink on A100/H100 ("24 coll channels, ..., 32 p2p
+ *    channels" in NCCL's INFO logs), 2 over PCIe ("Channel 00/02");
+ *  - without peer access (the SHM transport) the buffers are host shared memory
+ *    (src/transport/shm.cc): none on the device; with one GPU per node every connection goes
+ *    through the network transport, none or, with GPUDirect RDMA, SIMPLE + LL128 (8.69 MiB)
+ *    a connection (sendProxyConnect/recvProxyConnect, src/transport/net.cc @ 022c022): the range
+ *    allows 64 MiB a communicator, a guess (the network channels NCCL picks are not derived);
+ *  - with cuMem (NCCL_CUMEM_ENABLE, on by default from 2.19, src/misc/cudawrap.cc) every device
+ *    allocation is rounded up to the 2 MiB granule (ncclCuMemAlloc, src/include/alloc.h),
+ *    so the three small ones initChannel makes per channel up to the p2p channels
+ *    (nextPow2(channels)) and devCommAndChans with its rank arrays hold 2 MiB x (3 x
+ *    nextPow2(channels) + 2); under 1 MiB with cudaMalloc (none counted).  vLLM turned cuMem
+ *    off from 0.5.0 (PR #5091, worker_base.py) until PR #24141 (merged 2025-09-03; 0.11 here);
+ *    before 0.5.0 its pynccl loaded vllm-nccl's NCCL 2.18 and PyTorch 2.1's NCCL was 2.18, both
+ *    off by default (0.4.1 to 0.4.3's PyTorch 2.2/2.3 group is on: not told apart here), so
+ *    every vLLM before 0.11 is off; SGLang turns it off; PyTorch's own NCCL has it on from 2.19
+ *    (PyTorch 2.2);
+ *  - NVLink SHARP (NVLS) on sm90 and later over NVSwitch with more than two GPUs of the group
+ *    on the node (the gpuCount <= 2 return of ncclNvlsInit, src/transport/nvls.cc): per GPU
+ *    16 channels x 2 x a buffer x the GPUs, the buffer 1 MiB from NCCL 2.22 (nvlsChunkSize
+ *    128 KiB x NCCL_STEPS 8), 1 + 2 MiB in 2.21 and 4 + 2 MiB to 2.20 (SIMPLE + the 2 MiB
+ *    NVLS_MEM_ALIGN_SIZE): the point takes 2.22's, the high end 2.20's (which NCCL the job
+ *    loads is not an input);
+ *  - once per process, the device code: ncclInitKernelsForDevice calls cudaFuncGetAttributes on
+ *    every NCCL kernel at the first communicator's init (src/enqueue.cc), which loads NCCL's
+ *    whole device image even under lazy loading.  Its size is no figure of the source: 125
+ *    MiB is read from vLLM starts without peer access, where the rest of the rule is zero (row
+ *    v025 of vllm_startup_logs.csv, its fit row; 104 to 128 MiB over v012, v025, v026 are the
+ *    range). */
+#define NCCL_IPC_GRANULE     (2 * GM_MIB)           /* CUDA_IPC_MIN */
+#define NCCL_CONN_HEADER     4096ULL                /* ncclSendMem / ncclRecvMem, MEM_ALIGN */
+#define NCCL_LL_BYTES        (8ULL * 512 * 8 * 16)  /* 524,288 */
+#define NCCL_LL128_BYTES     (120ULL * 640 * 8 * 8) /* 4,915,200 */
+#define NCCL_SIMPLE_BYTES    (4 * GM_MIB)           /* DEFAULT_BUFFSIZE */
+#define NCCL_CHANNELS_NVLINK 24
+#define NCCL_CHANNELS_PCIE   2
+#define NCCL_CUMEM_GRANULE   (2 * GM_MIB)
+#define NCCL_NVLS_CHANNELS   16
+#define NCCL_LIB_BYTES       (125 * GM_MIB)
+#define NCCL_LIB_LOW_BYTES   (104 * GM_MIB)
+#define NCCL_LIB_HIGH_BYTES  (128 * GM_MIB)
+/* What a communicator over NVLink holds beyond the buffers derived above, as NVIDIA/nccl#964
+ * measured it (4 A100s over NVLink, PyTorch, a 4 MB all-reduce in each group, rank 0's memory
+ * for each group after the first, August 2023, so NCCL 2.18 or before, cuMem off): 544 MB (MiB
+ * as nvidia-smi prints) for every 2-rank group and 688 for every group of 3 or 4 ranks, where
+ * the buffers are 288 and 576 MiB.  What the 256 and 112 MiB are is not read in the source;
+ * they are taken from that issue, which is no validation row, and judged on the NVLink rows of
+ * tests/data/validation (fms-acceleration's two-A100 runs, vLLM's tp 2 and 8 H100 starts). The
+ * low end leaves them out. */
+#define NCCL_NVLINK_PAIR_EXTRA  (256 * GM_MIB)
+#define NCCL_NVLINK_GROUP_EXTRA (112 * GM_MIB)
+/* More is seen over NVLink than even that: NVIDIA/nccl#864, about 1.6 GB for one communicator
+ * and an all-reduce (setup not stated); v002's two H100s at tp 2 (vLLM 0.6.5) print 3.58 GiB of
+ * non-torch memory, 2.2 GiB above what gpumem charges them; the tp 8 H100 starts v036/v071 imply
+ * 260-344 MiB more than the rule.  So the range's high end keeps 2 GiB a communicator over
+ * NVLink where the rule's high end is below it, the flat figure gpumem charged before. */
+#define NCCL_NVLINK_HIGH_BYTES (2 * GM_GIB)
+/* The row the device code's size is read from, named by the assumption line. */
+#define NCCL_LIB_FIT_ON "v025 of vllm_startup_logs.csv"
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+uint64_t est_nccl_pair_bytes(void)
+{
+    uint64_t send = align_up(NCCL_CONN_HEADER, NCCL_IPC_GRANULE);
+    uint64_t recv = align_up(
+        NCCL_CONN_HEADER + NCCL_LL_BYTES + NCCL_LL128_BYTES + NCCL_SIMPLE_BYTES, NCCL_IPC_GRANULE);
+    return send + recv;
+}
+
+unsigned est_nccl_channels(enum gm_gpu_link link)
+{
+    return link == GM_GPU_LINK_NVLINK ? NCCL_CHANNELS_NVLINK : NCCL_CHANNELS_PCIE;
+}
+
+static uint64_t next_pow2(uint64_t v)
+{
+    uint64_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
+uint64_t est_nccl_comm_bytes(const struct est_nccl_comm *c, enum est_bound bound)
+{
+    uint64_t ch = est_nccl_channels(c->link), bytes = 0;
+    if (c->local_ranks < 2 || !c->p2p)
+        return c->cumem ? NCCL_CUMEM_GRANULE * (3 * next_pow2(ch) + 2) : 0;
+    /* one (send, receive) pair a channel at two ranks; the tree's second from three */
+    bytes = ch * est_nccl_pair_bytes() * (c->local_ranks > 2 && bound != EST_LOW ? 2 : 1);
+    if (c->cumem && bound != EST_LOW)
+        bytes += NCCL_CUMEM_GRANULE * (3 * next_pow2(ch) + 2);
+    if (c->link == GM_GPU_LINK_NVLINK && bound != EST_LOW)
+        bytes += c->local_ranks > 2 ? NCCL_NVLINK_GROUP_EXTRA : NCCL_NVLINK_PAIR_EXTRA;
+    if (c->sm >= 90 && c->link == GM_GPU_LINK_NVLINK && c->local_ranks > 2 && bound != EST_LOW)
+        bytes += NCCL_NVLS_CHANNELS * 2 * (bound == EST_HIGH ? 6 : 1) * GM_MIB * c->local_ranks;
+    return bytes;
+}
+
+/* Whether this job's NCCL allocates through cuMem (above). */
+static bool nccl_cumem(const struct gm_job *j)
+{
+    uint32_t v = j->stack.vllm;
+    if (est_allocator(j) == EST_ALLOC_SGLANG)
+        return false;
+    if (est_allocator(j) == EST_ALLOC_VLLM && v && v < GM_VERSION(0, 11, 0))
+        return false;
+    return !j->stack.torch || j->stack.torch >= GM_VERSION(2, 2, 0);
+}
+
+uint64_t est_nccl_lib_bytes(enum est_bound bound)
+{
+    return bound == EST_LOW    ? NCCL_LIB_LOW_BYTES
+           : bound == EST_HIGH ? NCCL_LIB_HIGH_BYTES
+                               : NCCL_LIB_BYTES;
+}
+
+/* The rule at one end of the range: the device code once and every communicator's memory. */
+static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, size_t n, size_t dp_group,
+                          enum est_bound b)
+{
+    const struct gm_job *j = cx->job;
+    uint64_t gpn = cx->e->layout.gpus_per_node ? cx->e->layout.gpus_per_node : 1;
+    uint64_t tp = j->parallel.tp ? j->parallel.tp : 1;
+    uint64_t bytes = est_nccl_lib_bytes(b);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t on_node = i == dp_group ? (gpn / tp ? gpn / tp : 1) : gpn;
+        struct est_nccl_comm c = {
+            .local_ranks = ranks[i] < on_node ? ranks[i] : on_node,
+            .link = j->gpu.link,
+            .sm = j->gpu.sm,
+            .p2p = !est_no_p2p(j),
+            .cumem = nccl_cumem(j),
+        };
+        uint64_t comm = est_nccl_comm_bytes(&c, b);
+        /* the high end over NVLink keeps what the rule does not explain (above) */
+        if (b == EST_HIGH && c.p2p && c.local_ranks > 1 && c.link == GM_GPU_LINK_NVLINK &&
+            comm < NCCL_NVLINK_HIGH_BYTES)
+            comm = NCCL_NVLINK_HIGH_BYTES;
+        bytes = gm_add_sat(bytes, comm);
+        /* one GPU of the group per node: its network transport (above) */
+        if (c.local_ranks < 2 && c.p2p && b == EST_HIGH)
+            bytes = gm_add_sat(bytes, 64 * GM_MIB);
+    }
+    return bytes;
+}
+
 uint64_t est_nccl_bytes(struct est_ctx *cx)
 {
     const struct gm_job *j = cx->job;
-    uint64_t comms = nccl_communicators(j, est_data_parallel(j));
-    double per;
+    uint64_t ranks[EST_NCCL_MAX_COMMS];
+    size_t dp_group, comms = nccl_groups(j, est_data_parallel(j), ranks, &dp_group);
     if (!comms || est_allocator(j) == EST_ALLOC_GGML)
         return 0;
-    if (!est_node_peers(cx) && !est_given(j, EST_SET_NCCL)) {
-        /* without peer access NCCL connects the GPUs of a node through host memory (its SHM
-         * transport: the FIFOs are host shared memory, nccl src/transport/shm.cc), so the
-         * buffers take no device memory */
-        if (est_no_p2p(j))
-            return 0;
-        /* with one GPU per node every connection of every communicator goes through NCCL's
-         * network transport, whose ring and tree buffers are host memory unless GPUDirect
-         * RDMA puts them on the GPU: then each network connection, sending or receiving, holds
-         * its SIMPLE (4 MiB) and LL128 (4.69 MiB) buffers there, 8.69 MiB, and its LL buffer
-         * stays in host memory (sendProxyConnect and recvProxyConnect:
-         * NCCL_NET_MAP_ADD_POINTER(map, 0, p != NCCL_PROTO_LL && resources->useGdr, ...),
-         * NVIDIA/nccl src/transport/net.cc @ 022c022; the sizes are computeBuffSizes'
-         * defaults, src/init.cc).  So none, or 8.69 MiB x the network connections, not the P2P
-         * buffers that --nccl stands for.  The upper end, 64 MiB a communicator (about 7
-         * such connections: a ring's send and receive and a tree's on two channels), is a
-         * guess: the number of network channels NCCL picks is not derived here. */
-        return est_round(est_uncertain(cx, GM_UNCERTAIN_NCCL, false, 0.0, 0.0,
-                                       64.0 * (double)GM_MIB * (double)comms));
-    }
-    per = est_uncertain(cx, GM_UNCERTAIN_NCCL, est_given(j, EST_SET_NCCL),
-                        (double)j->runtime.nccl_bytes, 0.5 * (double)GM_GIB, 2.0 * (double)GM_GIB);
-    return est_round(per * (double)comms);
+    if (est_given(j, EST_SET_NCCL))
+        return gm_mul_sat(j->runtime.nccl_bytes, comms);
+    return est_round(est_uncertain(cx, GM_UNCERTAIN_NCCL, false,
+                                   (double)nccl_rule(cx, ranks, comms, dp_group, EST_POINT),
+                                   (double)nccl_rule(cx, ranks, comms, dp_group, EST_LOW),
+                                   (double)nccl_rule(cx, ranks, comms, dp_group, EST_HIGH)));
 }
 
 /* AsyncTP's SymmetricMemory workspace: one buffer per TP group, grown to the largest request
@@ -422,14 +599,26 @@ static enum gm_status overheads(struct est_ctx *cx, struct gm_error *err)
                        "%s: no peer access between the boards with NVIDIA's driver, so NCCL "
                        "keeps its buffers in host memory (as --no-p2p)",
                        j->gpu.label);
-        if (comms == 1 && j->runtime.nccl_bytes == GM_GIB && !est_given(j, EST_SET_NCCL))
-            snprintf(nccl_src, sizeof nccl_src, "1 GiB per GPU");
-        else
+        if (est_given(j, EST_SET_NCCL))
             snprintf(nccl_src, sizeof nccl_src, "%llu communicator%s x %.0f MiB",
                      (unsigned long long)comms, comms > 1 ? "s" : "",
                      (double)j->runtime.nccl_bytes / (double)GM_MIB);
-        o[n++] = (struct overhead){GM_KIND_NCCL, est_nccl_bytes(cx), "NCCL communicator buffers",
-                                   nccl_src};
+        else
+            snprintf(nccl_src, sizeof nccl_src, "NCCL's rule, %llu communicator%s",
+                     (unsigned long long)comms, comms > 1 ? "s" : "");
+        if (!est_given(j, EST_SET_NCCL))
+            est_assume(e,
+                       "NCCL: %.0f MiB of device code once per process, measured from one log "
+                       "(row %s), not read in code; the buffers by NCCL's rule (%u channels, "
+                       "%s)",
+                       (double)est_nccl_lib_bytes(EST_POINT) / (double)GM_MIB, NCCL_LIB_FIT_ON,
+                       est_nccl_channels(j->gpu.link),
+                       est_no_p2p(j)   ? "no peer access: in host memory"
+                       : nccl_cumem(j) ? "cuMem's 2 MiB granules"
+                                       : "cudaMalloc");
+        e->layout.nccl_communicators = comms;
+        o[n++] =
+            (struct overhead){GM_KIND_NCCL, est_nccl_bytes(cx), "NCCL device memory", nccl_src};
     }
     reserved_rule(cx, e);
     if ((st = add_overheads(e, o, n, j->mode == GM_EST_WEIGHTS, err)) != GM_OK)

@@ -114,9 +114,11 @@ static void test_techniques_change_their_kinds(void **state)
         {"llama-3-8b", FSDP8, "--nccl 2GiB", K(GM_KIND_NCCL)},
         /* 0.10 captures 67 graph sizes where current vLLM captures 51, its V1 runner
          * sorts the profile's logits where current vLLM's runner V2 samples without a sort,
-         * and it counts 20 MiB of kernels as non-torch where current vLLM counts 143 */
+         * it counts 20 MiB of kernels as non-torch where current vLLM counts 143, and it
+         * turns NCCL's cuMem off (its small allocations not in 2 MiB granules) */
         {"llama-3-8b", "--infer --engine vllm --gpu H100 --tp 2", "--vllm-version 0.10.1",
-         K(GM_KIND_LOGITS) | K(GM_KIND_KV_CACHE) | K(GM_KIND_ENGINE_POOL) | K(GM_KIND_NON_TORCH)},
+         K(GM_KIND_LOGITS) | K(GM_KIND_KV_CACHE) | K(GM_KIND_ENGINE_POOL) | K(GM_KIND_NCCL) |
+             K(GM_KIND_NON_TORCH)},
         /* V0 also profiles its own batch: 256 sequences to sample with a sort, not 1024
          * without one, so its sampler outweighs the forward (whose activations give way to
          * the hidden states it leaves), captures graphs for 35 sizes to 256, and counts
@@ -161,9 +163,13 @@ static void test_expert_parallel(void **state)
                      gm_estimate_kind_bytes(base, GM_KIND_LOGITS));
     assert_true(gm_estimate_kind_bytes(with, GM_KIND_ACTIVATIONS) >
                 gm_estimate_kind_bytes(base, GM_KIND_ACTIVATIONS));
-    /* data parallel + expert parallel: two communicators */
-    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 2 * GM_GIB);
-    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_NCCL), GM_GIB);
+    /* data parallel + expert parallel: two communicators, the second of 4 ranks over PCIe
+     * (no GPU named) with cuMem: 2 channels x two 12 MiB pairs + 2 MiB x (3 x 2 + 2) */
+    assert_int_equal(with->layout.nccl_communicators, 2);
+    assert_int_equal(base->layout.nccl_communicators, 1);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL) -
+                         gm_estimate_kind_bytes(base, GM_KIND_NCCL),
+                     2 * 2 * 12 * GM_MIB + 8 * 2 * GM_MIB);
     assert_non_null(m);
 }
 
@@ -1345,23 +1351,117 @@ static void test_runtime(void **state)
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_CUDA_CONTEXT), 1488 * GM_MIB);
     run("llama-3-8b", TRAIN8B " --cuda-version 11.8 --gpu A100-80GB", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_CUDA_CONTEXT), 450 * GM_MIB);
-    /* data x tensor x pipeline parallel: three process groups, three communicators */
+    /* data x tensor x pipeline parallel: three process groups, three communicators; no GPU
+     * named, so PCIe's 2 channels, and PyTorch's NCCL with cuMem (2 MiB x (3 x 2 + 2) of
+     * small allocations each): the data-parallel group's 4 ranks (tp 2 apart, all on one
+     * node of 8) hold two 12 MiB pairs a channel, the tensor group's 2 and the pipeline
+     * pair's one; the device code once */
     run("llama-3-8b", "--train --seq 2048 --gpus 16 --tp 2 --pp 2", &with);
-    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 3 * GM_GIB);
+    assert_int_equal(with->layout.nccl_communicators, 3);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL),
+                     125 * GM_MIB + (2 * 24 + 16) * GM_MIB + 2 * (2 * 12 + 16) * GM_MIB);
     run("llama-3-8b", "--train --seq 2048 --gpus 8 --fsdp", &with);
-    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), GM_GIB);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 125 * GM_MIB + 64 * GM_MIB);
     /* one GPU per node: every connection goes through NCCL's network transport, whose
-     * buffers are host memory (or, with GPUDirect RDMA, tens of MiB on the GPU) */
+     * buffers are host memory (or, with GPUDirect RDMA, tens of MiB on the GPU): the device
+     * code and the small allocations */
     run("llama-3-8b", "--train --seq 2048 --gpus 8 --gpus-per-node 1 --fsdp", &with);
-    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 0);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 125 * GM_MIB + 16 * GM_MIB);
     run("llama-3-8b", "--train --seq 2048 --gpus 8 --gpus-per-node 1 --fsdp --nccl 256MiB", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 256 * GM_MIB);
+}
+
+/* NCCL's device memory by its own rule (stage_runtime.c): per (send, receive) P2P pair
+ * ALIGN(4 KiB, 2 MiB) + ALIGN(4 KiB + LL 524,288 + LL128 4,915,200 + SIMPLE 4 MiB, 2 MiB) =
+ * 2 + 10 MiB; 24 channels over NVLink, 2 over PCIe; one pair a channel at two ranks, two from
+ * three (ring and tree); under cuMem 2 MiB x (3 x nextPow2(channels) + 2) of small allocations;
+ * over NVLink what NVIDIA/nccl#964 measured beyond the buffers, 256 MiB at two ranks and 112
+ * from three (not at the low end);
+ * NVLS on sm90 over NVSwitch with more than two GPUs, 16 x 2 x 1 MiB x GPUs (NCCL 2.22 on;
+ * 4 + 2 MiB a buffer to 2.20 at the high end); none of the buffers without peer access; the
+ * device code, 125 MiB (104-128), once per process.  Each figure below fails when one term
+ * is taken out. */
+static void test_nccl_rule(void **state)
+{
+    struct est_nccl_comm t4 = {2, GM_GPU_LINK_PCIE, 75, true, false};
+    struct est_nccl_comm h100 = {2, GM_GPU_LINK_NVLINK, 90, true, false};
+    struct est_nccl_comm h100x8 = {8, GM_GPU_LINK_NVLINK, 90, true, true};
+    struct est_nccl_comm a100x8 = {8, GM_GPU_LINK_NVLINK, 80, true, true};
+    struct est_nccl_comm a100x8_pcie = {8, GM_GPU_LINK_PCIE, 80, true, true};
+    struct est_nccl_comm shm = {2, GM_GPU_LINK_PCIE, 89, false, false};
+    (void)state;
+    assert_int_equal(est_nccl_pair_bytes(), 12 * GM_MIB);
+    assert_int_equal(est_nccl_channels(GM_GPU_LINK_NVLINK), 24);
+    assert_int_equal(est_nccl_channels(GM_GPU_LINK_PCIE), 2);
+    /* two T4s over PCIe with peer access (vLLM 0.5.0's pair, cuMem off): 2 channels x 12 MiB;
+     * with cuMem the 8 small allocations in 2 MiB granules */
+    assert_int_equal(est_nccl_comm_bytes(&t4, EST_POINT), 24 * GM_MIB);
+    t4.cumem = true;
+    assert_int_equal(est_nccl_comm_bytes(&t4, EST_POINT), 24 * GM_MIB + 8 * 2 * GM_MIB);
+    assert_int_equal(est_nccl_comm_bytes(&t4, EST_LOW), 24 * GM_MIB);
+    /* two H100s over NVLink: 24 channels x 12 MiB = 288 MiB and #964's 256 MiB; NVLS needs
+     * more than two GPUs; with cuMem 98 small allocations (32 channels initialised) */
+    assert_int_equal(est_nccl_comm_bytes(&h100, EST_POINT), 288 * GM_MIB + 256 * GM_MIB);
+    assert_int_equal(est_nccl_comm_bytes(&h100, EST_HIGH), 288 * GM_MIB + 256 * GM_MIB);
+    assert_int_equal(est_nccl_comm_bytes(&h100, EST_LOW), 288 * GM_MIB);
+    h100.cumem = true;
+    assert_int_equal(est_nccl_comm_bytes(&h100, EST_POINT),
+                     288 * GM_MIB + 256 * GM_MIB + 196 * GM_MIB);
+    /* eight H100s: two pairs a channel (576 MiB), the small allocations, #964's 112 MiB, NVLS
+     * 256 MiB (NCCL 2.22 on) or 1536 MiB (to 2.20) at the high end; the low end one pair a
+     * channel alone */
+    assert_int_equal(est_nccl_comm_bytes(&h100x8, EST_POINT),
+                     576 * GM_MIB + 196 * GM_MIB + 112 * GM_MIB + 256 * GM_MIB);
+    assert_int_equal(est_nccl_comm_bytes(&h100x8, EST_HIGH),
+                     576 * GM_MIB + 196 * GM_MIB + 112 * GM_MIB + 1536 * GM_MIB);
+    assert_int_equal(est_nccl_comm_bytes(&h100x8, EST_LOW), 288 * GM_MIB);
+    /* eight A100s (sm80): no NVLS; over PCIe 2 channels and nothing from #964 */
+    assert_int_equal(est_nccl_comm_bytes(&a100x8, EST_POINT),
+                     576 * GM_MIB + 196 * GM_MIB + 112 * GM_MIB);
+    assert_int_equal(est_nccl_comm_bytes(&a100x8_pcie, EST_POINT), 2 * 24 * GM_MIB + 16 * GM_MIB);
+    /* no peer access (SHM): the buffers are host memory; with cuMem the small ones remain */
+    assert_int_equal(est_nccl_comm_bytes(&shm, EST_POINT), 0);
+    shm.cumem = true;
+    assert_int_equal(est_nccl_comm_bytes(&shm, EST_POINT), 8 * 2 * GM_MIB);
+    /* the device code, once per process */
+    assert_int_equal(est_nccl_lib_bytes(EST_POINT), 125 * GM_MIB);
+    assert_int_equal(est_nccl_lib_bytes(EST_LOW), 104 * GM_MIB);
+    assert_int_equal(est_nccl_lib_bytes(EST_HIGH), 128 * GM_MIB);
+    /* the whole estimate: vLLM 0.5.0 at tp 2 on two T4s (row v010): the device code and two
+     * communicators of 24 MiB */
+    run("deepseek-coder-6.7b-instruct",
+        "--infer --engine vllm --vllm-version 0.5.0 --gpu T4 --gpus 2 --kv-dtype fp16", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 125 * GM_MIB + 2 * 24 * GM_MIB);
+    /* two RTX 4090s, which have no peer access: the device code alone */
+    run("deepseek-coder-6.7b-instruct",
+        "--infer --engine vllm --vllm-version 0.5.0 --gpu RTX-4090 --gpus 2", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 125 * GM_MIB);
+    /* the range of a two-H100 job whose only uncertain term is NCCL (PyTorch's NCCL, cuMem
+     * on): the point 125 + 288 + 196 + 256 = 865 MiB; the low end the device code's 104 MiB
+     * and one pair a channel, 392; the high end 128 MiB and the 2 GiB a communicator kept over
+     * NVLink where the rule's own high end is below it */
+    run("llama-3-8b",
+        "--train --seq 2048 --gpus 2 --gpu H100 --cuda-context 450MiB --fragmentation 0.25 "
+        "--lora",
+        &with);
+    assert_int_equal(with->range.sources, GM_UNCERTAIN_NCCL);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 865 * GM_MIB);
+    assert_int_equal(with->device_bytes - with->range.device_bytes[0], (865 - 392) * GM_MIB);
+    assert_int_equal(with->range.device_bytes[1] - with->device_bytes, (128 + 2048 - 865) * GM_MIB);
+    /* a given --nccl replaces the rule, per communicator, without the device code */
+    run("llama-3-8b", "--train --seq 2048 --gpus 8 --gpu H100 --fsdp --nccl 1GiB", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), GM_GIB);
 }
 
 /* vLLM: what the budget charges, per version range; pipeline stages hold their layers.  The
  * context the global versions count is the H100's own, by its SMs (est_cuda_bare_context_bytes:
  * 8 MiB + 1986 B x 132 SMs x 2048 threads). */
 #define H100_CONTEXT (8 * GM_MIB + 132ull * 2048 * 1986)
+/* NCCL at tp 2 on H100s (NVLink, 24 channels) before 0.11, cuMem off: the device code and two
+ * communicators of one 12 MiB (send, receive) pair a channel and NVIDIA/nccl#964's 256 MiB;
+ * from 0.11, with cuMem, each also holds 98 small allocations of 2 MiB (3 x 32 channels + 2) */
+#define NCCL_H100_TP2       (125 * GM_MIB + 2 * (24 * 12 + 256) * GM_MIB)
+#define NCCL_H100_TP2_CUMEM (NCCL_H100_TP2 + 2 * 98 * 2 * GM_MIB)
 static void test_vllm_versions(void **state)
 {
     uint64_t blk;
@@ -1372,15 +1472,15 @@ static void test_vllm_versions(void **state)
                              communicator the profile run creates counted */
         bool graphs;      /* the CUDA-graph estimate charged too */
     } cases[] = {
-        {"0.2.5", H100_CONTEXT + 2 * GM_GIB, false}, /* total - free: all inside */
-        {"0.6.3", 2 * GM_GIB, false},                /* init_device baseline: NCCL inside */
-        {"0.6.4", H100_CONTEXT + 2 * GM_GIB, false}, /* global: context and NCCL inside */
-        {"0.6.5", 2 * GM_GIB, false},                /* baseline before NCCL: NCCL inside */
-        {"0.7.2", 2 * GM_GIB, false},                /* the V0 engine still */
-        {"0.8.5", H100_CONTEXT + 2 * GM_GIB, false}, /* early V1: global again */
-        {"0.10.1", 2 * GM_GIB, false},               /* baseline before NCCL */
-        {"0.11.0", UINT64_MAX, false},               /* baseline after pynccl's */
-        {"0.21.0", UINT64_MAX, true},                /* CUDA-graph estimate charged */
+        {"0.2.5", H100_CONTEXT + NCCL_H100_TP2, false}, /* total - free: all inside */
+        {"0.6.3", NCCL_H100_TP2, false},                /* init_device baseline: NCCL inside */
+        {"0.6.4", H100_CONTEXT + NCCL_H100_TP2, false}, /* global: context and NCCL inside */
+        {"0.6.5", NCCL_H100_TP2, false},                /* baseline before NCCL: NCCL inside */
+        {"0.7.2", NCCL_H100_TP2, false},                /* the V0 engine still */
+        {"0.8.5", H100_CONTEXT + NCCL_H100_TP2, false}, /* early V1: global again */
+        {"0.10.1", NCCL_H100_TP2, false},               /* baseline before NCCL */
+        {"0.11.0", UINT64_MAX, false},                  /* baseline after pynccl's */
+        {"0.21.0", UINT64_MAX, true},                   /* CUDA-graph estimate charged */
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1426,8 +1526,10 @@ static void test_vllm_versions(void **state)
         assert_true(with->serving.kv_blocks <= (with->serving.budget_bytes - need) / blk);
         assert_true(with->serving.kv_blocks + (reserve + blk - 1) / blk + 1 >=
                     (with->serving.budget_bytes - need) / blk);
-        /* the device holds the same NCCL buffers whatever the version charges */
-        assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 2 * GM_GIB);
+        /* the device holds the same NCCL memory whatever the version charges, but for the
+         * cuMem granules vLLM turned off before 0.11 */
+        assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL),
+                         cases[i].counted == UINT64_MAX ? NCCL_H100_TP2_CUMEM : NCCL_H100_TP2);
     }
     /* pipeline parallel serving: half the layers' KV per token and weights per stage */
     run("llama-3-8b", "--infer --engine vllm --gpu H100", &base);
@@ -1436,7 +1538,10 @@ static void test_vllm_versions(void **state)
     assert_true(gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS) <
                 gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS) * 6 / 10);
     assert_true(with->serving.kv_tokens > 2 * base->serving.kv_tokens);
-    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), GM_GIB);
+    /* one communicator between the two stages (current vLLM: cuMem on) and the device code */
+    assert_int_equal(with->layout.nccl_communicators, 1);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL),
+                     125 * GM_MIB + (24 * 12 + 256) * GM_MIB + 98 * 2 * GM_MIB);
 }
 
 /* Context parallelism as torch's context_parallel runs it under torchtitan: every rank holds
@@ -1691,6 +1796,7 @@ int main(void)
         cmocka_unit_test(test_paged_state_gives_way_to_the_replay),
         cmocka_unit_test(test_ranges_and_verdict),
         cmocka_unit_test(test_runtime),
+        cmocka_unit_test(test_nccl_rule),
         cmocka_unit_test(test_vllm_versions),
         cmocka_unit_test(test_context_parallel),
         cmocka_unit_test(test_pipeline_with_fsdp),
