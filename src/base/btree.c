@@ -19,10 +19,12 @@ static struct gm_btree_node *node_take(struct gm_btree *t)
 
 static void node_give(struct gm_btree *t, struct gm_btree_node *x)
 {
-    if (t->insert_finger == x)
-        t->insert_finger = NULL;
-    if (t->seek_finger == x)
-        t->seek_finger = NULL;
+    for (unsigned f = 0; f < GM_BTREE_FINGERS; f++) {
+        if (t->insert_finger[f] == x)
+            t->insert_finger[f] = NULL;
+        if (t->seek_finger[f] == x)
+            t->seek_finger[f] = NULL;
+    }
     gm_slab_give(t->pool, x);
 }
 
@@ -45,7 +47,9 @@ void gm_btree_release(struct gm_btree *t)
 {
     if (t->root)
         free_subtree(t, t->root, t->height);
-    t->root = t->head = t->tail = t->insert_finger = t->seek_finger = NULL;
+    t->root = t->head = t->tail = NULL;
+    memset(t->insert_finger, 0, sizeof(t->insert_finger));
+    memset(t->seek_finger, 0, sizeof(t->seek_finger));
     t->height = 0;
     t->n = 0;
 }
@@ -59,6 +63,13 @@ static inline bool key_less(struct gm_btree_key a, struct gm_btree_key b)
     /* one 128-bit comparison (a compare and a subtract with borrow), no branch: a search's
      * comparisons are as good as random */
     return ((u128)a.hi << 64 | a.lo) < ((u128)b.hi << 64 | b.lo);
+}
+
+/* the class of 'k' whose fingers it uses: a workload asks for a few sizes (the 'hi' of a
+ * set ordered by size) again and again, each in its own place of the tree */
+static inline unsigned finger(struct gm_btree_key k)
+{
+    return (unsigned)((k.hi * UINT64_C(0x9E3779B97F4A7C15)) >> 60) % GM_BTREE_FINGERS;
 }
 
 /* index of the first of x's keys not less than 'k' (x->n when none) */
@@ -117,16 +128,32 @@ struct gm_btree_pos gm_btree_lower_bound(const struct gm_btree *t, struct gm_btr
 
 struct gm_btree_pos gm_btree_seek(struct gm_btree *t, struct gm_btree_key key)
 {
-    struct gm_btree_node *x = t->seek_finger;
+    unsigned f = finger(key);
+    struct gm_btree_node *x = t->seek_finger[f];
     struct gm_btree_pos p;
-    /* above its first key and not above its last: the answer is in it */
-    if (x && x->n && key_less(x->e[0].key, key) && !key_less(x->e[x->n - 1].key, key)) {
-        p.leaf = x;
-        p.i = node_lower_bound(x, key);
-        return p;
+    /* Not above its last key: the answer is in it when above its first, or is its first
+     * when the leaf before ends below the key (or none does).  Above its last: the next
+     * leaf's first when not below the key, the end when no leaf follows. */
+    if (x) {
+        p.i = 0;
+        if (!key_less(x->e[x->n - 1].key, key)) {
+            if (key_less(x->e[0].key, key)) {
+                p.leaf = x;
+                p.i = node_lower_bound(x, key);
+                return p;
+            }
+            if (!x->prev || key_less(x->prev->e[x->prev->n - 1].key, key)) {
+                p.leaf = x;
+                return p;
+            }
+        } else if (!x->next || !key_less(x->next->e[0].key, key)) {
+            p.leaf = x->next;
+            return p;
+        }
     }
     p = gm_btree_lower_bound(t, key);
-    t->seek_finger = p.leaf;
+    t->seek_finger[f] = p.leaf;
+    t->seek_searches++;
     return p;
 }
 
@@ -137,7 +164,7 @@ struct gm_btree_pos gm_btree_seek(struct gm_btree *t, struct gm_btree_key key)
  * below the first may belong to the leaf before, whose bound an erase may have left high. */
 static struct gm_btree_node *insert_finger(struct gm_btree *t, struct gm_btree_key key)
 {
-    struct gm_btree_node *x = t->insert_finger;
+    struct gm_btree_node *x = t->insert_finger[finger(key)];
     if (!x || !x->n || !key_less(x->e[0].key, key))
         return NULL;
     if (key_less(key, x->e[x->n - 1].key))
@@ -241,7 +268,7 @@ enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void
     x->n++;
     set_home(t, val, x);
     t->n++;
-    t->insert_finger = x;
+    t->insert_finger[finger(key)] = x;
     return GM_OK;
 }
 
