@@ -159,14 +159,24 @@ struct gm_btree_pos gm_btree_seek(struct gm_btree *t, struct gm_btree_key key)
 
 /* ---- insert ---- */
 
-/* The last insert's leaf when 'key' belongs there: above its first key, and below its last
- * or (its bounds raised to the key) below the next leaf's first; NULL otherwise.  A key
- * below the first may belong to the leaf before, whose bound an erase may have left high. */
+/* The leaf of the last insert of key's class when 'key' belongs there: below its first key
+ * and above the bound of the subtree before it (which an erase may have left high), or
+ * above its first and below its last, or (its bounds raised to the key) below the next
+ * leaf's first; NULL otherwise.  A key equal to an entry's is refused by the caller. */
 static struct gm_btree_node *insert_finger(struct gm_btree *t, struct gm_btree_key key)
 {
     struct gm_btree_node *x = t->insert_finger[finger(key)];
-    if (!x || !x->n || !key_less(x->e[0].key, key))
+    if (!x)
         return NULL;
+    if (!key_less(x->e[0].key, key)) {
+        /* not above its first: its own unless the bound of the subtree before it (the
+         * nearest left sibling of x or of an ancestor) is not below the key; none, x is the
+         * first leaf */
+        for (struct gm_btree_node *c = x; c->parent; c = c->parent)
+            if (c->slot > 0)
+                return key_less(c->parent->e[c->slot - 1].key, key) ? x : NULL;
+        return x;
+    }
     if (key_less(key, x->e[x->n - 1].key))
         return x;
     if (!key_less(x->e[x->n - 1].key, key) || (x->next && !key_less(key, x->next->e[0].key)))
@@ -241,6 +251,7 @@ enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void
     if (!t->root)
         t->root = t->head = t->tail = node_take(t);
     if (!(x = insert_finger(t, key))) {
+        t->insert_searches++;
         x = t->root;
         for (unsigned h = t->height; h > 0; h--) {
             i = node_lower_bound(x, key);

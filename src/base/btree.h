@@ -69,7 +69,8 @@ struct gm_btree {
      * class's leaf is found there without a search from the root */
     struct gm_btree_node *insert_finger[GM_BTREE_FINGERS];
     struct gm_btree_node *seek_finger[GM_BTREE_FINGERS];
-    size_t seek_searches; /* gm_btree_seek()s that searched from the root (no finger held) */
+    /* gm_btree_seek()s and inserts that searched from the root (no finger held the key) */
+    size_t seek_searches, insert_searches;
 };
 
 /* Entry 'i' of 'leaf'; 'leaf' NULL is the end. */

@@ -490,13 +490,14 @@ static void test_sorted_runs(void **state)
 /* gm_btree_seek() answers from the leaf its last search of the key's class found when the
  * answer is in it or right beside it: the leaf's first entry (the leaf before ends below the
  * key) and the next leaf's first (the leaf ends below the key) are found without a search
- * from the root (seek_searches stays), and are the answers lower_bound gives. */
-static void test_seek_beside_the_finger(void **state)
+ * from the root (seek_searches stays), and are the answers lower_bound gives.  An insert
+ * below the first key of its class's last insert's leaf goes there without a search. */
+static void test_fingers_beside_their_leaf(void **state)
 {
     enum { N = 200 };
     struct gm_slab pool = GM_BTREE_POOL_INIT;
     struct gm_btree t;
-    struct item *it = calloc(2 * N, sizeof(*it));
+    struct item *it = calloc(2 * N + 1, sizeof(*it)); /* the last a spare */
     struct gm_btree_key k = {20, 0};
     struct gm_btree_pos p, q;
     size_t searches;
@@ -534,6 +535,25 @@ static void test_seek_beside_the_finger(void **state)
     assert_true(q.leaf == p.leaf && q.i == p.i);
     assert_int_equal(q.i, 0);
     assert_int_equal(t.seek_searches, searches);
+
+    /* an insert below the first key of the leaf its class's last insert ended in, above the
+     * bound of the leaf before: put there, no search from the root */
+    k.hi = 20;
+    k.lo = 0;
+    p = gm_btree_lower_bound(&t, k);
+    assert_ptr_equal(gm_btree_at(p), &it[N]); /* (20, 1), its leaf's first */
+    q = p;
+    gm_btree_next(&q);
+    assert_ptr_equal(q.leaf, p.leaf);
+    it[N + 1].key = gm_btree_key_at(q); /* (20, 2) again: the finger of class 20 is its leaf */
+    gm_btree_erase_at(&t, q);
+    assert_int_equal(gm_btree_insert(&t, it[N + 1].key, &it[N + 1]), GM_OK);
+    searches = t.insert_searches;
+    it[2 * N].key = k;
+    assert_int_equal(gm_btree_insert(&t, k, &it[2 * N]), GM_OK);
+    assert_int_equal(t.insert_searches, searches);
+    assert_ptr_equal(it[2 * N].leaf, p.leaf);
+    assert_ptr_equal(gm_btree_at(gm_btree_lower_bound(&t, k)), &it[2 * N]);
     gm_btree_release(&t);
     gm_slab_release(&pool);
     free(it);
@@ -640,7 +660,7 @@ int main(void)
         cmocka_unit_test(test_empty_and_one_entry),
         cmocka_unit_test(test_extreme_and_half_equal_keys),
         cmocka_unit_test(test_sorted_runs),
-        cmocka_unit_test(test_seek_beside_the_finger),
+        cmocka_unit_test(test_fingers_beside_their_leaf),
         cmocka_unit_test(test_value_of_another_tree),
         cmocka_unit_test(test_without_homes),
         cmocka_unit_test(test_reserved_inserts_cannot_fail),
