@@ -56,41 +56,10 @@ void gm_btree_release(struct gm_btree *t)
 
 /* ---- keys ---- */
 
-__extension__ typedef unsigned __int128 u128;
-
-static inline bool key_less(struct gm_btree_key a, struct gm_btree_key b)
-{
-    /* one 128-bit comparison (a compare and a subtract with borrow), no branch: a search's
-     * comparisons are as good as random */
-    return ((u128)a.hi << 64 | a.lo) < ((u128)b.hi << 64 | b.lo);
-}
-
-/* the class of 'k' whose fingers it uses: a workload asks for a few sizes (the 'hi' of a
- * set ordered by size) again and again, each in its own place of the tree */
-static inline unsigned finger(struct gm_btree_key k)
-{
-    return (unsigned)((k.hi * UINT64_C(0x9E3779B97F4A7C15)) >> 60) % GM_BTREE_FINGERS;
-}
-
-/* index of the first of x's keys not less than 'k' (x->n when none) */
-static inline unsigned node_lower_bound(const struct gm_btree_node *x, struct gm_btree_key k)
-{
-    unsigned lo = 0, hi = x->n;
-    while (lo < hi) {
-        unsigned mid = (lo + hi) / 2;
-        if (key_less(x->e[mid].key, k))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static inline void set_home(const struct gm_btree *t, void *val, struct gm_btree_node *leaf)
-{
-    if (t->home != GM_BTREE_NO_HOME)
-        memcpy((char *)val + t->home, &leaf, sizeof(leaf));
-}
+#define key_less         gm_btree_key_less
+#define finger           gm_btree_finger
+#define node_lower_bound gm_btree_node_lower_bound
+#define set_home         gm_btree_set_home
 
 /* children slot..n-1 of inner node 'x' learn their parent and index */
 static void adopt(struct gm_btree_node *x, unsigned slot)
@@ -126,66 +95,15 @@ struct gm_btree_pos gm_btree_lower_bound(const struct gm_btree *t, struct gm_btr
     return p;
 }
 
-struct gm_btree_pos gm_btree_seek(struct gm_btree *t, struct gm_btree_key key)
+struct gm_btree_pos gm_btree_seek_search(struct gm_btree *t, struct gm_btree_key key, unsigned f)
 {
-    unsigned f = finger(key);
-    struct gm_btree_node *x = t->seek_finger[f];
-    struct gm_btree_pos p;
-    /* Not above its last key: the answer is in it when above its first, or is its first
-     * when the leaf before ends below the key (or none does).  Above its last: the next
-     * leaf's first when not below the key, the end when no leaf follows. */
-    if (x) {
-        p.i = 0;
-        if (!key_less(x->e[x->n - 1].key, key)) {
-            if (key_less(x->e[0].key, key)) {
-                p.leaf = x;
-                p.i = node_lower_bound(x, key);
-                return p;
-            }
-            if (!x->prev || key_less(x->prev->e[x->prev->n - 1].key, key)) {
-                p.leaf = x;
-                return p;
-            }
-        } else if (!x->next || !key_less(x->next->e[0].key, key)) {
-            p.leaf = x->next;
-            return p;
-        }
-    }
-    p = gm_btree_lower_bound(t, key);
+    struct gm_btree_pos p = gm_btree_lower_bound(t, key);
     t->seek_finger[f] = p.leaf;
     t->seek_searches++;
     return p;
 }
 
 /* ---- insert ---- */
-
-/* The leaf of the last insert of key's class when 'key' belongs there: below its first key
- * and above the bound of the subtree before it (which an erase may have left high), or
- * above its first and below its last, or (its bounds raised to the key) below the next
- * leaf's first; NULL otherwise.  A key equal to an entry's is refused by the caller. */
-static struct gm_btree_node *insert_finger(struct gm_btree *t, struct gm_btree_key key)
-{
-    struct gm_btree_node *x = t->insert_finger[finger(key)];
-    if (!x)
-        return NULL;
-    if (!key_less(x->e[0].key, key)) {
-        /* not above its first: its own unless the bound of the subtree before it (the
-         * nearest left sibling of x or of an ancestor) is not below the key; none, x is the
-         * first leaf */
-        for (struct gm_btree_node *c = x; c->parent; c = c->parent)
-            if (c->slot > 0)
-                return key_less(c->parent->e[c->slot - 1].key, key) ? x : NULL;
-        return x;
-    }
-    if (key_less(key, x->e[x->n - 1].key))
-        return x;
-    if (!key_less(x->e[x->n - 1].key, key) || (x->next && !key_less(key, x->next->e[0].key)))
-        return NULL; /* present, or the next leaf's */
-    for (struct gm_btree_node *c = x, *p = x->parent; p && key_less(p->e[c->slot].key, key);
-         c = p, p = p->parent)
-        p->e[c->slot].key = key;
-    return x;
-}
 
 static void add_right_sibling(struct gm_btree *t, struct gm_btree_node *x, struct gm_btree_node *r);
 
@@ -242,15 +160,13 @@ static void add_right_sibling(struct gm_btree *t, struct gm_btree_node *x, struc
     adopt(p, s + 1);
 }
 
-enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void *val)
+enum gm_status gm_btree_insert_slow(struct gm_btree *t, struct gm_btree_key key, void *val,
+                                    struct gm_btree_node *x)
 {
-    struct gm_btree_node *x;
     unsigned i;
-    if (gm_btree_reserve(t, 1))
-        return GM_ERR_NOMEM;
     if (!t->root)
         t->root = t->head = t->tail = node_take(t);
-    if (!(x = insert_finger(t, key))) {
+    if (!x) {
         t->insert_searches++;
         x = t->root;
         for (unsigned h = t->height; h > 0; h--) {
@@ -412,42 +328,5 @@ bool gm_btree_erase(struct gm_btree *t, const void *val)
     if (!p.leaf)
         return false;
     gm_btree_erase_at(t, p);
-    return true;
-}
-
-/* ---- replace ---- */
-
-bool gm_btree_replace_at(struct gm_btree *t, struct gm_btree_pos p, struct gm_btree_key key,
-                         void *val)
-{
-    struct gm_btree_node *x = p.leaf;
-    unsigned i = p.i, j = i;
-    struct gm_btree_key old = x->e[i].key;
-    void *was = x->e[i].ptr;
-    if (key_less(key, old) && (i > 0 ? !key_less(x->e[i - 1].key, key) : x->prev != NULL)) {
-        /* lower than the entry before: still this leaf's when above its first key (an entry
-         * of the leaf, so above every key of the leaves before, whatever their bounds say) */
-        if (x->prev && !key_less(x->e[0].key, key))
-            return false;
-        j = node_lower_bound(x, key); /* below i: e[i - 1] is not less */
-        if (!key_less(key, x->e[j].key))
-            return false; /* present */
-        memmove(x->e + j + 1, x->e + j, (i - j) * sizeof(*x->e));
-    } else if (key_less(old, key) && (i + 1 == x->n || !key_less(key, x->e[i + 1].key))) {
-        /* higher than the entry after: still this leaf's when below its last key (within the
-         * leaf's bound) */
-        if (!key_less(key, x->e[x->n - 1].key))
-            return false;
-        j = node_lower_bound(x, key); /* above i + 1, below n */
-        if (!key_less(key, x->e[j].key))
-            return false; /* present */
-        j--;
-        memmove(x->e + i, x->e + i + 1, (j - i) * sizeof(*x->e));
-    }
-    x->e[j].key = key;
-    x->e[j].ptr = val;
-    if (was != val)
-        set_home(t, was, NULL);
-    set_home(t, val, x);
     return true;
 }
