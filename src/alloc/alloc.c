@@ -312,8 +312,9 @@ static bool active_reserve(struct gm_alloc *a)
  * next one handed out. */
 #define BLOCK_SLAB 256
 
-static struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size, int64_t stream,
-                               struct alloc_pool *pool, struct xseg *xs)
+static GM_INLINE_ALWAYS struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size,
+                                                int64_t stream, struct alloc_pool *pool,
+                                                struct xseg *xs)
 {
     struct block *b = gm_slab_take(&a->records);
     if (!b)
@@ -357,7 +358,8 @@ static bool mergeable(const struct block *dst, const struct block *src)
 
 /* dst takes in its mergeable neighbour src, which leaves its set and is dropped unless
  * 'keep' (the caller puts dst in its place); returns the bytes absorbed */
-static uint64_t absorb(struct gm_alloc *a, struct block *dst, struct block *src, bool keep)
+static GM_INLINE_ALWAYS uint64_t absorb(struct gm_alloc *a, struct block *dst, struct block *src,
+                                        bool keep)
 {
     uint64_t sub;
     if (dst->prev == src) {

@@ -299,29 +299,6 @@ void gm_btree_erase_at(struct gm_btree *t, struct gm_btree_pos p)
     shrink(t, x, 0);
 }
 
-struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const void *val)
-{
-    struct gm_btree_pos p = {NULL, 0};
-    struct gm_btree_node *leaf, *top;
-    if (t->home == GM_BTREE_NO_HOME)
-        return p;
-    memcpy(&leaf, (const char *)val + t->home, sizeof(leaf));
-    if (!leaf)
-        return p;
-    /* the leaf may be another tree's (a value in one of several sets) */
-    for (top = leaf; top->parent; top = top->parent)
-        ;
-    if (top != t->root)
-        return p;
-    for (unsigned i = 0; i < leaf->n; i++)
-        if (leaf->e[i].ptr == val) {
-            p.leaf = leaf;
-            p.i = i;
-            break;
-        }
-    return p;
-}
-
 bool gm_btree_erase(struct gm_btree *t, const void *val)
 {
     struct gm_btree_pos p = gm_btree_find(t, val);
