@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define GM_BTREE_ORDER   32       /* entries of a leaf, children of an inner node, at most */
+#define GM_BTREE_ORDER   16       /* entries of a leaf, children of an inner node, at most */
 #define GM_BTREE_NO_HOME SIZE_MAX /* values that do not know their leaf */
 #define GM_BTREE_FINGERS 16       /* fingers of each kind: classes of keys' 'hi' */
 
@@ -206,7 +206,7 @@ struct gm_btree_pos gm_btree_lower_bound(const struct gm_btree *t, struct gm_btr
 
 /* gm_btree_lower_bound(), looking first in the leaf the last seek of a key of the same class
  * ended in, and beside it: a workload that asks for the same few sizes again and again comes
- * back to it (73 % of the best-fit searches of llama-3.1-70b's training replays, 38 % with
+ * back to it (71 % of the best-fit searches of llama-3.1-70b's training replays, 38 % with
  * one finger that knew the leaf's inside only). */
 /* gm_btree_seek()'s search from the root, its finger 'f' then the leaf found (btree.c) */
 struct gm_btree_pos gm_btree_seek_search(struct gm_btree *t, struct gm_btree_key key, unsigned f);
