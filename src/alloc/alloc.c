@@ -8,6 +8,7 @@
  * free_completed records). */
 #include "alloc/alloc_int.h"
 
+#include "base/hint.h"
 #include "base/vec.h"
 
 #include "gpumem/units.h"
@@ -134,12 +135,19 @@ struct blockset_pos alloc_blockset_lower_bound(const struct blockset *s,
     return blockset_from_tree(s, t);
 }
 
-struct blockset_pos alloc_blockset_seek(struct blockset *s, const struct blockset_ent *key)
+/* alloc_blockset_seek(), inlined in the best fit's search of every request */
+static GM_INLINE_ALWAYS struct blockset_pos set_seek(struct blockset *s,
+                                                     const struct blockset_ent *key)
 {
     size_t t = tree_index(s, key->stream);
     if (t < s->n_trees && s->trees[t].stream == key->stream)
         return in_tree(s, t, gm_btree_seek(&s->trees[t].t, tree_key(key)));
     return blockset_from_tree(s, t);
+}
+
+struct blockset_pos alloc_blockset_seek(struct blockset *s, const struct blockset_ent *key)
+{
+    return set_seek(s, key);
 }
 
 enum gm_status alloc_blockset_reserve_slow(struct blockset *s, size_t extra)
@@ -304,8 +312,9 @@ static bool active_reserve(struct gm_alloc *a)
  * next one handed out. */
 #define BLOCK_SLAB 256
 
-static struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size, int64_t stream,
-                               struct alloc_pool *pool, struct xseg *xs)
+static GM_INLINE_ALWAYS struct block *block_new(struct gm_alloc *a, uint64_t addr, uint64_t size,
+                                                int64_t stream, struct alloc_pool *pool,
+                                                struct xseg *xs)
 {
     struct block *b = gm_slab_take(&a->records);
     if (!b)
@@ -349,7 +358,8 @@ static bool mergeable(const struct block *dst, const struct block *src)
 
 /* dst takes in its mergeable neighbour src, which leaves its set and is dropped unless
  * 'keep' (the caller puts dst in its place); returns the bytes absorbed */
-static uint64_t absorb(struct gm_alloc *a, struct block *dst, struct block *src, bool keep)
+static GM_INLINE_ALWAYS uint64_t absorb(struct gm_alloc *a, struct block *dst, struct block *src,
+                                        bool keep)
 {
     uint64_t sub;
     if (dst->prev == src) {
@@ -638,7 +648,7 @@ static struct block *get_free_block(struct gm_alloc *a, struct alloc_pool *p, ui
     struct block *b;
     if (a->set_fraction && a->conf.garbage_collection_threshold > 0.0)
         p->free_block_calls++;
-    i = alloc_blockset_seek(&p->blocks, &key);
+    i = set_seek(&p->blocks, &key);
     b = blockset_at(&p->blocks, i);
     if (!b || b->stream != stream)
         return NULL;

@@ -19,10 +19,12 @@ static struct gm_btree_node *node_take(struct gm_btree *t)
 
 static void node_give(struct gm_btree *t, struct gm_btree_node *x)
 {
-    if (t->insert_finger == x)
-        t->insert_finger = NULL;
-    if (t->seek_finger == x)
-        t->seek_finger = NULL;
+    for (unsigned f = 0; f < GM_BTREE_FINGERS; f++) {
+        if (t->insert_finger[f] == x)
+            t->insert_finger[f] = NULL;
+        if (t->seek_finger[f] == x)
+            t->seek_finger[f] = NULL;
+    }
     gm_slab_give(t->pool, x);
 }
 
@@ -45,41 +47,19 @@ void gm_btree_release(struct gm_btree *t)
 {
     if (t->root)
         free_subtree(t, t->root, t->height);
-    t->root = t->head = t->tail = t->insert_finger = t->seek_finger = NULL;
+    t->root = t->head = t->tail = NULL;
+    memset(t->insert_finger, 0, sizeof(t->insert_finger));
+    memset(t->seek_finger, 0, sizeof(t->seek_finger));
     t->height = 0;
     t->n = 0;
 }
 
 /* ---- keys ---- */
 
-__extension__ typedef unsigned __int128 u128;
-
-static inline bool key_less(struct gm_btree_key a, struct gm_btree_key b)
-{
-    /* one 128-bit comparison (a compare and a subtract with borrow), no branch: a search's
-     * comparisons are as good as random */
-    return ((u128)a.hi << 64 | a.lo) < ((u128)b.hi << 64 | b.lo);
-}
-
-/* index of the first of x's keys not less than 'k' (x->n when none) */
-static inline unsigned node_lower_bound(const struct gm_btree_node *x, struct gm_btree_key k)
-{
-    unsigned lo = 0, hi = x->n;
-    while (lo < hi) {
-        unsigned mid = (lo + hi) / 2;
-        if (key_less(x->e[mid].key, k))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static inline void set_home(const struct gm_btree *t, void *val, struct gm_btree_node *leaf)
-{
-    if (t->home != GM_BTREE_NO_HOME)
-        memcpy((char *)val + t->home, &leaf, sizeof(leaf));
-}
+#define key_less         gm_btree_key_less
+#define finger           gm_btree_finger
+#define node_lower_bound gm_btree_node_lower_bound
+#define set_home         gm_btree_set_home
 
 /* children slot..n-1 of inner node 'x' learn their parent and index */
 static void adopt(struct gm_btree_node *x, unsigned slot)
@@ -115,40 +95,15 @@ struct gm_btree_pos gm_btree_lower_bound(const struct gm_btree *t, struct gm_btr
     return p;
 }
 
-struct gm_btree_pos gm_btree_seek(struct gm_btree *t, struct gm_btree_key key)
+struct gm_btree_pos gm_btree_seek_search(struct gm_btree *t, struct gm_btree_key key, unsigned f)
 {
-    struct gm_btree_node *x = t->seek_finger;
-    struct gm_btree_pos p;
-    /* above its first key and not above its last: the answer is in it */
-    if (x && x->n && key_less(x->e[0].key, key) && !key_less(x->e[x->n - 1].key, key)) {
-        p.leaf = x;
-        p.i = node_lower_bound(x, key);
-        return p;
-    }
-    p = gm_btree_lower_bound(t, key);
-    t->seek_finger = p.leaf;
+    struct gm_btree_pos p = gm_btree_lower_bound(t, key);
+    t->seek_finger[f] = p.leaf;
+    t->seek_searches++;
     return p;
 }
 
 /* ---- insert ---- */
-
-/* The last insert's leaf when 'key' belongs there: above its first key, and below its last
- * or (its bounds raised to the key) below the next leaf's first; NULL otherwise.  A key
- * below the first may belong to the leaf before, whose bound an erase may have left high. */
-static struct gm_btree_node *insert_finger(struct gm_btree *t, struct gm_btree_key key)
-{
-    struct gm_btree_node *x = t->insert_finger;
-    if (!x || !x->n || !key_less(x->e[0].key, key))
-        return NULL;
-    if (key_less(key, x->e[x->n - 1].key))
-        return x;
-    if (!key_less(x->e[x->n - 1].key, key) || (x->next && !key_less(key, x->next->e[0].key)))
-        return NULL; /* present, or the next leaf's */
-    for (struct gm_btree_node *c = x, *p = x->parent; p && key_less(p->e[c->slot].key, key);
-         c = p, p = p->parent)
-        p->e[c->slot].key = key;
-    return x;
-}
 
 static void add_right_sibling(struct gm_btree *t, struct gm_btree_node *x, struct gm_btree_node *r);
 
@@ -205,15 +160,14 @@ static void add_right_sibling(struct gm_btree *t, struct gm_btree_node *x, struc
     adopt(p, s + 1);
 }
 
-enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void *val)
+enum gm_status gm_btree_insert_slow(struct gm_btree *t, struct gm_btree_key key, void *val,
+                                    struct gm_btree_node *x)
 {
-    struct gm_btree_node *x;
     unsigned i;
-    if (gm_btree_reserve(t, 1))
-        return GM_ERR_NOMEM;
     if (!t->root)
         t->root = t->head = t->tail = node_take(t);
-    if (!(x = insert_finger(t, key))) {
+    if (!x) {
+        t->insert_searches++;
         x = t->root;
         for (unsigned h = t->height; h > 0; h--) {
             i = node_lower_bound(x, key);
@@ -241,7 +195,7 @@ enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void
     x->n++;
     set_home(t, val, x);
     t->n++;
-    t->insert_finger = x;
+    t->insert_finger[finger(key)] = x;
     return GM_OK;
 }
 
@@ -345,71 +299,11 @@ void gm_btree_erase_at(struct gm_btree *t, struct gm_btree_pos p)
     shrink(t, x, 0);
 }
 
-struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const void *val)
-{
-    struct gm_btree_pos p = {NULL, 0};
-    struct gm_btree_node *leaf, *top;
-    if (t->home == GM_BTREE_NO_HOME)
-        return p;
-    memcpy(&leaf, (const char *)val + t->home, sizeof(leaf));
-    if (!leaf)
-        return p;
-    /* the leaf may be another tree's (a value in one of several sets) */
-    for (top = leaf; top->parent; top = top->parent)
-        ;
-    if (top != t->root)
-        return p;
-    for (unsigned i = 0; i < leaf->n; i++)
-        if (leaf->e[i].ptr == val) {
-            p.leaf = leaf;
-            p.i = i;
-            break;
-        }
-    return p;
-}
-
 bool gm_btree_erase(struct gm_btree *t, const void *val)
 {
     struct gm_btree_pos p = gm_btree_find(t, val);
     if (!p.leaf)
         return false;
     gm_btree_erase_at(t, p);
-    return true;
-}
-
-/* ---- replace ---- */
-
-bool gm_btree_replace_at(struct gm_btree *t, struct gm_btree_pos p, struct gm_btree_key key,
-                         void *val)
-{
-    struct gm_btree_node *x = p.leaf;
-    unsigned i = p.i, j = i;
-    struct gm_btree_key old = x->e[i].key;
-    void *was = x->e[i].ptr;
-    if (key_less(key, old) && (i > 0 ? !key_less(x->e[i - 1].key, key) : x->prev != NULL)) {
-        /* lower than the entry before: still this leaf's when above its first key (an entry
-         * of the leaf, so above every key of the leaves before, whatever their bounds say) */
-        if (x->prev && !key_less(x->e[0].key, key))
-            return false;
-        j = node_lower_bound(x, key); /* below i: e[i - 1] is not less */
-        if (!key_less(key, x->e[j].key))
-            return false; /* present */
-        memmove(x->e + j + 1, x->e + j, (i - j) * sizeof(*x->e));
-    } else if (key_less(old, key) && (i + 1 == x->n || !key_less(key, x->e[i + 1].key))) {
-        /* higher than the entry after: still this leaf's when below its last key (within the
-         * leaf's bound) */
-        if (!key_less(key, x->e[x->n - 1].key))
-            return false;
-        j = node_lower_bound(x, key); /* above i + 1, below n */
-        if (!key_less(key, x->e[j].key))
-            return false; /* present */
-        j--;
-        memmove(x->e + i, x->e + i + 1, (j - i) * sizeof(*x->e));
-    }
-    x->e[j].key = key;
-    x->e[j].ptr = val;
-    if (was != val)
-        set_home(t, was, NULL);
-    set_home(t, val, x);
     return true;
 }

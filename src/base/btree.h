@@ -31,9 +31,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
-#define GM_BTREE_ORDER   32       /* entries of a leaf, children of an inner node, at most */
+#define GM_BTREE_ORDER   16       /* entries of a leaf, children of an inner node, at most */
 #define GM_BTREE_NO_HOME SIZE_MAX /* values that do not know their leaf */
+#define GM_BTREE_FINGERS 16       /* fingers of each kind: classes of keys' 'hi' */
 
 struct gm_btree_key {
     uint64_t hi; /* compared first */
@@ -63,10 +65,13 @@ struct gm_btree {
     unsigned height; /* inner levels above the leaves */
     size_t n;        /* entries */
     size_t home;     /* offset of the leaf pointer in each value, or GM_BTREE_NO_HOME */
-    /* fingers: the leaves the last insert and the last gm_btree_seek() ended in (NULL:
-     * none); a key whose place is in one is found there without a search from the root */
-    struct gm_btree_node *insert_finger;
-    struct gm_btree_node *seek_finger;
+    /* fingers: the leaves the last inserts and the last gm_btree_seek()s ended in, one per
+     * class of keys' 'hi' (gm_btree_finger()), NULL: none; a key whose place is in its
+     * class's leaf is found there without a search from the root */
+    struct gm_btree_node *insert_finger[GM_BTREE_FINGERS];
+    struct gm_btree_node *seek_finger[GM_BTREE_FINGERS];
+    /* gm_btree_seek()s and inserts that searched from the root (no finger held the key) */
+    size_t seek_searches, insert_searches;
 };
 
 /* Entry 'i' of 'leaf'; 'leaf' NULL is the end. */
@@ -74,6 +79,47 @@ struct gm_btree_pos {
     struct gm_btree_node *leaf;
     unsigned i;
 };
+
+/* ---- the parts of the search and of an insert that the callers inline (btree.c holds the
+ * rest: searches from the root, splits, merges) ---- */
+
+__extension__ typedef unsigned __int128 gm_btree_u128;
+
+static inline bool gm_btree_key_less(struct gm_btree_key a, struct gm_btree_key b)
+{
+    /* one 128-bit comparison (a compare and a subtract with borrow), no branch: a search's
+     * comparisons are as good as random */
+    return ((gm_btree_u128)a.hi << 64 | a.lo) < ((gm_btree_u128)b.hi << 64 | b.lo);
+}
+
+/* the class of 'k' whose fingers it uses: a workload asks for a few sizes (the 'hi' of a
+ * set ordered by size) again and again, each in its own place of the tree */
+static inline unsigned gm_btree_finger(struct gm_btree_key k)
+{
+    return (unsigned)((k.hi * UINT64_C(0x9E3779B97F4A7C15)) >> 60) % GM_BTREE_FINGERS;
+}
+
+/* index of the first of x's keys not less than 'k' (x->n when none) */
+static inline unsigned gm_btree_node_lower_bound(const struct gm_btree_node *x,
+                                                 struct gm_btree_key k)
+{
+    unsigned lo = 0, hi = x->n;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (gm_btree_key_less(x->e[mid].key, k))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static inline void gm_btree_set_home(const struct gm_btree *t, void *val,
+                                     struct gm_btree_node *leaf)
+{
+    if (t->home != GM_BTREE_NO_HOME)
+        memcpy((char *)val + t->home, &leaf, sizeof(leaf));
+}
 
 /* An empty tree taking its nodes from 'pool' (which must outlive it); 'home' as above.
  * Allocates nothing. */
@@ -97,17 +143,101 @@ static inline enum gm_status gm_btree_reserve(struct gm_btree *t, size_t inserts
     return t->pool->n_spare >= need ? GM_OK : gm_slab_reserve(t->pool, need);
 }
 
+/* The leaf of the last insert of key's class when 'key' belongs there: below its first key
+ * and above the bound of the subtree before it (which an erase may have left high), or
+ * above its first and below its last, or (its bounds raised to the key) below the next
+ * leaf's first; NULL otherwise.  A key equal to an entry's is refused by the caller. */
+static inline struct gm_btree_node *gm_btree_insert_finger(struct gm_btree *t,
+                                                           struct gm_btree_key key)
+{
+    struct gm_btree_node *x = t->insert_finger[gm_btree_finger(key)];
+    if (!x)
+        return NULL;
+    if (!gm_btree_key_less(x->e[0].key, key)) {
+        /* not above its first: its own unless the bound of the subtree before it (the
+         * nearest left sibling of x or of an ancestor) is not below the key; none, x is the
+         * first leaf */
+        for (struct gm_btree_node *c = x; c->parent; c = c->parent)
+            if (c->slot > 0)
+                return gm_btree_key_less(c->parent->e[c->slot - 1].key, key) ? x : NULL;
+        return x;
+    }
+    if (gm_btree_key_less(key, x->e[x->n - 1].key))
+        return x;
+    if (!gm_btree_key_less(x->e[x->n - 1].key, key) ||
+        (x->next && !gm_btree_key_less(key, x->next->e[0].key)))
+        return NULL; /* present, or the next leaf's */
+    for (struct gm_btree_node *c = x, *p = x->parent;
+         p && gm_btree_key_less(p->e[c->slot].key, key); c = p, p = p->parent)
+        p->e[c->slot].key = key;
+    return x;
+}
+
+/* gm_btree_insert() where the key's leaf is 'x' (NULL: not known, a search from the root
+ * finds it) and may be full, the tree empty (btree.c) */
+enum gm_status gm_btree_insert_slow(struct gm_btree *t, struct gm_btree_key key, void *val,
+                                    struct gm_btree_node *x);
+
 /* Insert 'val' under 'key': GM_OK; GM_ERR_INVALID (nothing changed) when 'key' is
- * present; GM_ERR_NOMEM when no room was reserved and none can be had. */
-enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void *val);
+ * present; GM_ERR_NOMEM when no room was reserved and none can be had.  Into the leaf its
+ * class's finger holds, when the key belongs there and the leaf has room, here. */
+static inline enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree_key key, void *val)
+{
+    struct gm_btree_node *x;
+    unsigned i;
+    if (gm_btree_reserve(t, 1))
+        return GM_ERR_NOMEM;
+    if (!t->root || !(x = gm_btree_insert_finger(t, key)) || x->n == GM_BTREE_ORDER)
+        return gm_btree_insert_slow(t, key, val, t->root ? x : NULL);
+    i = gm_btree_node_lower_bound(x, key);
+    if (i < x->n && x->e[i].key.hi == key.hi && x->e[i].key.lo == key.lo)
+        return GM_ERR_INVALID;
+    memmove(x->e + i + 1, x->e + i, (x->n - i) * sizeof(*x->e));
+    x->e[i].key = key;
+    x->e[i].ptr = val;
+    x->n++;
+    gm_btree_set_home(t, val, x);
+    t->n++;
+    return GM_OK;
+}
 
 /* The first entry whose key is not less than 'key', or the end. */
 struct gm_btree_pos gm_btree_lower_bound(const struct gm_btree *t, struct gm_btree_key key);
 
-/* gm_btree_lower_bound(), looking first in the leaf the last seek ended in: a workload that
- * asks for the same few sizes again and again comes back to it (7 of 10 best-fit searches
- * of a training step's replay). */
-struct gm_btree_pos gm_btree_seek(struct gm_btree *t, struct gm_btree_key key);
+/* gm_btree_lower_bound(), looking first in the leaf the last seek of a key of the same class
+ * ended in, and beside it: a workload that asks for the same few sizes again and again comes
+ * back to it (71 % of the best-fit searches of llama-3.1-70b's training replays, 38 % with
+ * one finger that knew the leaf's inside only). */
+/* gm_btree_seek()'s search from the root, its finger 'f' then the leaf found (btree.c) */
+struct gm_btree_pos gm_btree_seek_search(struct gm_btree *t, struct gm_btree_key key, unsigned f);
+
+static inline struct gm_btree_pos gm_btree_seek(struct gm_btree *t, struct gm_btree_key key)
+{
+    unsigned f = gm_btree_finger(key);
+    struct gm_btree_node *x = t->seek_finger[f];
+    struct gm_btree_pos p;
+    /* Not above its last key: the answer is in it when above its first, or is its first
+     * when the leaf before ends below the key (or none does).  Above its last: the next
+     * leaf's first when not below the key, the end when no leaf follows. */
+    if (x) {
+        p.i = 0;
+        if (!gm_btree_key_less(x->e[x->n - 1].key, key)) {
+            if (gm_btree_key_less(x->e[0].key, key)) {
+                p.leaf = x;
+                p.i = gm_btree_node_lower_bound(x, key);
+                return p;
+            }
+            if (!x->prev || gm_btree_key_less(x->prev->e[x->prev->n - 1].key, key)) {
+                p.leaf = x;
+                return p;
+            }
+        } else if (!x->next || !gm_btree_key_less(x->next->e[0].key, key)) {
+            p.leaf = x->next;
+            return p;
+        }
+    }
+    return gm_btree_seek_search(t, key, f);
+}
 
 /* Erase the entry at 'p', which is not the end. */
 void gm_btree_erase_at(struct gm_btree *t, struct gm_btree_pos p);
@@ -117,7 +247,28 @@ bool gm_btree_erase(struct gm_btree *t, const void *val);
 
 /* The position of 'val', found by its home: the end when it is not in 't' (or 't' keeps no
  * homes). */
-struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const void *val);
+static inline struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const void *val)
+{
+    struct gm_btree_pos p = {NULL, 0};
+    struct gm_btree_node *leaf, *top;
+    if (t->home == GM_BTREE_NO_HOME)
+        return p;
+    memcpy(&leaf, (const char *)val + t->home, sizeof(leaf));
+    if (!leaf)
+        return p;
+    /* the leaf may be another tree's (a value in one of several sets) */
+    for (top = leaf; top->parent; top = top->parent)
+        ;
+    if (top != t->root)
+        return p;
+    for (unsigned i = 0; i < leaf->n; i++)
+        if (leaf->e[i].ptr == val) {
+            p.leaf = leaf;
+            p.i = i;
+            break;
+        }
+    return p;
+}
 
 /* Put 'key' and 'val' in the place of the entry at 'p' (not the end) when the place of 'key'
  * is in p's leaf: above the leaf's first key (or anywhere below in the tree's first leaf)
@@ -126,8 +277,42 @@ struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const void *val);
  * are below and above 'key', else the leaf's entries between the two places shifted by one;
  * true.  False, and nothing changed, otherwise or when 'key' is another entry's (erase and
  * insert then).  The replaced value loses its home when 'val' is another. */
-bool gm_btree_replace_at(struct gm_btree *t, struct gm_btree_pos p, struct gm_btree_key key,
-                         void *val);
+static inline bool gm_btree_replace_at(struct gm_btree *t, struct gm_btree_pos p,
+                                       struct gm_btree_key key, void *val)
+{
+    struct gm_btree_node *x = p.leaf;
+    unsigned i = p.i, j = i;
+    struct gm_btree_key old = x->e[i].key;
+    void *was = x->e[i].ptr;
+    if (gm_btree_key_less(key, old) &&
+        (i > 0 ? !gm_btree_key_less(x->e[i - 1].key, key) : x->prev != NULL)) {
+        /* lower than the entry before: still this leaf's when above its first key (an entry
+         * of the leaf, so above every key of the leaves before, whatever their bounds say) */
+        if (x->prev && !gm_btree_key_less(x->e[0].key, key))
+            return false;
+        j = gm_btree_node_lower_bound(x, key); /* below i: e[i - 1] is not less */
+        if (!gm_btree_key_less(key, x->e[j].key))
+            return false; /* present */
+        memmove(x->e + j + 1, x->e + j, (i - j) * sizeof(*x->e));
+    } else if (gm_btree_key_less(old, key) &&
+               (i + 1 == x->n || !gm_btree_key_less(key, x->e[i + 1].key))) {
+        /* higher than the entry after: still this leaf's when below its last key (within the
+         * leaf's bound) */
+        if (!gm_btree_key_less(key, x->e[x->n - 1].key))
+            return false;
+        j = gm_btree_node_lower_bound(x, key); /* above i + 1, below n */
+        if (!gm_btree_key_less(key, x->e[j].key))
+            return false; /* present */
+        j--;
+        memmove(x->e + i, x->e + i + 1, (j - i) * sizeof(*x->e));
+    }
+    x->e[j].key = key;
+    x->e[j].ptr = val;
+    if (was != val)
+        gm_btree_set_home(t, was, NULL);
+    gm_btree_set_home(t, val, x);
+    return true;
+}
 
 static inline struct gm_btree_pos gm_btree_first(const struct gm_btree *t)
 {

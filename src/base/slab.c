@@ -34,20 +34,6 @@ enum gm_status gm_slab_reserve(struct gm_slab *s, size_t n)
     return GM_OK;
 }
 
-void gm_slab_give(struct gm_slab *s, void *p)
-{
-    if (!p)
-        return;
-#ifdef GM_ARENA_MALLOC
-    (void)s;
-    gm_free(p);
-#else
-    *(void **)p = s->spare;
-    s->spare = p;
-    s->n_spare++;
-#endif
-}
-
 void gm_slab_release(struct gm_slab *s)
 {
 #ifdef GM_ARENA_MALLOC

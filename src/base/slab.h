@@ -11,6 +11,7 @@
 #ifndef GM_BASE_SLAB_H
 #define GM_BASE_SLAB_H
 
+#include "gpumem/arena.h"
 #include "gpumem/error.h"
 
 #include <stddef.h>
@@ -45,7 +46,19 @@ static inline void *gm_slab_take(struct gm_slab *s)
 }
 
 /* Give back a record 'p' of 's' (NULL is a no-op). */
-void gm_slab_give(struct gm_slab *s, void *p);
+static inline void gm_slab_give(struct gm_slab *s, void *p)
+{
+    if (!p)
+        return;
+#ifdef GM_ARENA_MALLOC
+    (void)s;
+    gm_free(p);
+#else
+    *(void **)p = s->spare;
+    s->spare = p;
+    s->n_spare++;
+#endif
+}
 
 /* Free the pool's memory, every record given back first; 's' is empty and usable again. */
 void gm_slab_release(struct gm_slab *s);

@@ -203,10 +203,14 @@ static void random_against_sorted_array(uint64_t seed, size_t n_max, uint64_t hi
             struct gm_btree_key k;
             struct gm_btree_pos q;
             size_t at;
-            /* anywhere, or near the last search (where a seek's finger finds it) */
+            /* anywhere, below every key of a 'hi' (a best fit's search), or near the last
+             * search (where a seek's finger finds it) */
             if (op == 5 || !step) {
                 k.hi = rng_next(&s) % (hi_range + 2);
                 k.lo = rng_next(&s) % (2 * n_max + 2);
+            } else if (op == 6) { /* a best fit's: below every key of its 'hi' */
+                k.hi = rng_next(&s) % (hi_range + 2);
+                k.lo = 0;
             } else {
                 k = last;
                 k.lo = k.lo + rng_next(&s) % 16;
@@ -483,6 +487,78 @@ static void test_sorted_runs(void **state)
     free(it);
 }
 
+/* gm_btree_seek() answers from the leaf its last search of the key's class found when the
+ * answer is in it or right beside it: the leaf's first entry (the leaf before ends below the
+ * key) and the next leaf's first (the leaf ends below the key) are found without a search
+ * from the root (seek_searches stays), and are the answers lower_bound gives.  An insert
+ * below the first key of its class's last insert's leaf goes there without a search. */
+static void test_fingers_beside_their_leaf(void **state)
+{
+    enum { N = 200 };
+    struct gm_slab pool = GM_BTREE_POOL_INIT;
+    struct gm_btree t;
+    struct item *it = calloc(2 * N + 1, sizeof(*it)); /* the last a spare */
+    struct gm_btree_key k = {20, 0};
+    struct gm_btree_pos p, q;
+    size_t searches;
+    (void)state;
+    assert_non_null(it);
+    gm_btree_init(&t, &pool, HOME);
+    for (size_t i = 0; i < 2 * N; i++) { /* (10, 1..N) and (20, 1..N), many leaves */
+        it[i].key.hi = i < N ? 10 : 20;
+        it[i].key.lo = i % N + 1;
+        assert_int_equal(gm_btree_insert(&t, it[i].key, &it[i]), GM_OK);
+    }
+    /* (20, 1) the first of its leaf, (10, *) entries in the leaf before */
+    while ((p = gm_btree_lower_bound(&t, k)).i != 0)
+        gm_btree_erase_at(&t, (struct gm_btree_pos){p.leaf, 0});
+    assert_ptr_equal(gm_btree_at(p), &it[N]);
+    assert_non_null(p.leaf->prev);
+    q = gm_btree_seek(&t, k);
+    assert_ptr_equal(gm_btree_at(q), &it[N]);
+    searches = t.seek_searches;
+    q = gm_btree_seek(&t, k); /* the leaf's first, the leaf before below the key */
+    assert_ptr_equal(gm_btree_at(q), &it[N]);
+    assert_int_equal(t.seek_searches, searches);
+
+    /* the last entry of a leaf with a leaf after it, sought, then erased: the answer is the
+     * next leaf's first */
+    p = gm_btree_lower_bound(&t, (struct gm_btree_key){20, N / 2});
+    assert_non_null(p.leaf->next);
+    k = p.leaf->e[p.leaf->n - 1].key;
+    q = gm_btree_seek(&t, k);
+    assert_true(q.leaf == p.leaf && q.i == p.leaf->n - 1);
+    gm_btree_erase_at(&t, q);
+    searches = t.seek_searches;
+    q = gm_btree_seek(&t, k);
+    p = gm_btree_lower_bound(&t, k);
+    assert_true(q.leaf == p.leaf && q.i == p.i);
+    assert_int_equal(q.i, 0);
+    assert_int_equal(t.seek_searches, searches);
+
+    /* an insert below the first key of the leaf its class's last insert ended in, above the
+     * bound of the leaf before: put there, no search from the root */
+    k.hi = 20;
+    k.lo = 0;
+    p = gm_btree_lower_bound(&t, k);
+    assert_ptr_equal(gm_btree_at(p), &it[N]); /* (20, 1), its leaf's first */
+    q = p;
+    gm_btree_next(&q);
+    assert_ptr_equal(q.leaf, p.leaf);
+    it[N + 1].key = gm_btree_key_at(q); /* (20, 2) again: the finger of class 20 is its leaf */
+    gm_btree_erase_at(&t, q);
+    assert_int_equal(gm_btree_insert(&t, it[N + 1].key, &it[N + 1]), GM_OK);
+    searches = t.insert_searches;
+    it[2 * N].key = k;
+    assert_int_equal(gm_btree_insert(&t, k, &it[2 * N]), GM_OK);
+    assert_int_equal(t.insert_searches, searches);
+    assert_ptr_equal(it[2 * N].leaf, p.leaf);
+    assert_ptr_equal(gm_btree_at(gm_btree_lower_bound(&t, k)), &it[2 * N]);
+    gm_btree_release(&t);
+    gm_slab_release(&pool);
+    free(it);
+}
+
 /* A value of another tree (sharing the pool) is not erased from this one. */
 static void test_value_of_another_tree(void **state)
 {
@@ -584,6 +660,7 @@ int main(void)
         cmocka_unit_test(test_empty_and_one_entry),
         cmocka_unit_test(test_extreme_and_half_equal_keys),
         cmocka_unit_test(test_sorted_runs),
+        cmocka_unit_test(test_fingers_beside_their_leaf),
         cmocka_unit_test(test_value_of_another_tree),
         cmocka_unit_test(test_without_homes),
         cmocka_unit_test(test_reserved_inserts_cannot_fail),
