@@ -310,8 +310,9 @@ bool est_torch_tp_plan(const struct gm_job *job);
  * gradient: not with adapters (a frozen head) nor with a fused linear loss (the kernel
  * recomputes the projection from the hidden states it keeps itself). */
 bool est_head_saves_input(const struct gm_job *job);
-/* Whether the model's forward computes the loss and holds the final norm's output (the
- * head's input) in a local until it returns, where nothing saves it for backward. */
+/* Whether the model's forward (an HF causal LM's: a transformers version given) computes the
+ * loss and holds the final norm's output (the head's input) in a local until it returns, where
+ * nothing saves it for backward. */
 bool est_forward_holds_head_input(const struct gm_job *job, const struct gm_model *m);
 /* Full checkpointing with --checkpoint-every k checkpoints (and recomputes in backward) the
  * layers whose 1-based index is a multiple of k (torchtitan _apply_layer_sac,
