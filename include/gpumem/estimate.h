@@ -738,7 +738,11 @@ struct gm_est_component {
      * moment (the loss's backward): a snapshot counts them as 'other' (born and freed in
      * backward), the rest as the kind's category (gm_est_kind_category()). */
     double act_grad_share;
-    enum gm_est_stream stream;  /* the stream its tensors are allocated on */
+    enum gm_est_stream stream; /* the stream its tensors are allocated on */
+    /* Held by a local of the model's forward alone, which computes the loss and returns
+     * without it: freed when the forward returns, before the loss's backward (a component of
+     * the loss's moment). */
+    bool forward_local;
     char note[GM_EST_NOTE_MAX]; /* how it was computed, human-readable */
 };
 

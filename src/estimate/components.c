@@ -168,6 +168,12 @@ void est_set_stream(struct gm_estimate *e, enum gm_est_stream stream)
         e->components[e->n_components - 1].stream = stream;
 }
 
+void est_set_forward_local(struct gm_estimate *e)
+{
+    if (e->n_components)
+        e->components[e->n_components - 1].forward_local = true;
+}
+
 void est_set_parts(struct gm_estimate *e, double seq2_bytes, double act_grad_bytes)
 {
     struct gm_est_component *c;

@@ -235,6 +235,9 @@ void est_note_append(struct gm_est_component *c, const char *text);
  * batch x seq^2 and 'act_grad_bytes' are gradients of activations: sets its seq2_share
  * and act_grad_share. */
 void est_set_parts(struct gm_estimate *e, double seq2_bytes, double act_grad_bytes);
+/* Of the component added last: held by the model's forward alone, freed when it returns
+ * (gm_est_component.forward_local). */
+void est_set_forward_local(struct gm_estimate *e);
 /* Of the component added last, the stream that allocates its tensors. */
 void est_set_stream(struct gm_estimate *e, enum gm_est_stream stream);
 /* Add the bytes of 'c' to 'out' by the snapshot category each part lands in: the kind's
@@ -307,6 +310,10 @@ bool est_torch_tp_plan(const struct gm_job *job);
  * gradient: not with adapters (a frozen head) nor with a fused linear loss (the kernel
  * recomputes the projection from the hidden states it keeps itself). */
 bool est_head_saves_input(const struct gm_job *job);
+/* Whether the model's forward (an HF causal LM's: a transformers version given) computes the
+ * loss and holds the final norm's output (the head's input) in a local until it returns, where
+ * nothing saves it for backward. */
+bool est_forward_holds_head_input(const struct gm_job *job, const struct gm_model *m);
 /* Full checkpointing with --checkpoint-every k checkpoints (and recomputes in backward) the
  * layers whose 1-based index is a multiple of k (torchtitan _apply_layer_sac,
  * _layer_sac_count % ac_freq == 0, 1f029641): whether layer 'i' (1-based) is one, and how

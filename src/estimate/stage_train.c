@@ -79,6 +79,21 @@ bool est_head_saves_input(const struct gm_job *j)
     return j->memory.adapter == GM_ADAPTER_NONE && j->memory.loss != GM_LOSS_FUSED_LINEAR;
 }
 
+/* An HF causal LM's forward computes the loss and keeps the final norm's output in its
+ * `hidden_states` local (`hidden_states = outputs[0]`) while it projects and computes the loss,
+ * and drops it when it returns: transformers 4.45 MistralForCausalLM.forward
+ * (modeling_mistral.py at 005a187, a 4.45-era head; notes/lanes/foak.md), the inline forms
+ * (hf_loss_forms below) alike, and from 4.46 through self.loss_function called in the same
+ * forward (transformers PR #34283).  A frozen head saves nothing of it (MmBackward keeps
+ * its input only for the weight's gradient), so it lives from the norm to the forward's
+ * return: alive at the loss, gone before backward.  A version not given is a custom loop. */
+bool est_forward_holds_head_input(const struct gm_job *j, const struct gm_model *m)
+{
+    return m && m->final_norm && !est_head_saves_input(j) && j->stack.transformers &&
+           m->head == GM_HEAD_CAUSAL_LM &&
+           (j->memory.loss == GM_LOSS_FULL || j->memory.loss == GM_LOSS_FUSED);
+}
+
 unsigned est_gradient_phases(const struct gm_job *j)
 {
     if (j->memory.optimizer_in_backward)
@@ -1182,6 +1197,16 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
                      err);
         if (st != GM_OK)
             return st;
+    }
+    if (est_forward_holds_head_input(j, m)) {
+        st = est_add(e, GM_KIND_ACTIVATIONS, "final_norm_output",
+                     est_round(T * ea * (double)m->hidden), GM_EST_PHASE_LOSS, true, GM_EXTENT_HEAD,
+                     "the final norm's output (the head's input), held by the model's forward "
+                     "until it returns with the loss",
+                     err);
+        if (st != GM_OK)
+            return st;
+        est_set_forward_local(e);
     }
 
     /* The loss at its own moment (an encoder-decoder's over its target tokens). */

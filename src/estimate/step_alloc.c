@@ -761,6 +761,8 @@ static void plan_component(const struct est_ctx *cx, struct plan *p)
             p->ends = false; /* made layer by layer in forward */
     } else if (c->kind == GM_KIND_LOGITS) {
         p->prof = PROF_LOGITS;
+    } else if (c->forward_local) {
+        p->prof = PROF_ONE; /* one tensor: the final norm's output */
     } else if (p->life == LIFE_HANDLE) {
         p->prof = PROF_HANDLES;
     } else if (c->kind == GM_KIND_ACTIVATIONS || c->kind == GM_KIND_BACKWARD_TEMP ||
@@ -1177,8 +1179,10 @@ static void forward_layer(struct replay *r, struct plan *pl, size_t n, size_t u)
     down = linear_op(r, r->b_lmlp, r->b_h);
     raw_free(r, &prod, r->b_mlp);
     raw_free(r, &n2, r->b_h); /* the MLP returns; hidden_states rebound to its output */
-    /* the residual sum: the layer's output, which the next layer's checkpoint keeps */
-    each(r, pl, n, LIFE_SAVED, u, true);
+    /* the residual sum: the layer's output, which the next layer's checkpoint keeps as its
+     * input (the last layer's the final norm keeps: its span at the loss) */
+    if (u < r->layers)
+        each(r, pl, n, LIFE_SAVED, u + 1, true);
     raw_free(r, &down, r->b_h);
     raw_free(r, &res, r->b_h);
 }
@@ -1270,7 +1274,7 @@ static void loss_backward(struct replay *r, struct plan *p)
 static void upcast_loss_backward(struct replay *r, struct plan *p, bool kernel)
 {
     uint64_t limit = r->cur, shifted = p->size[1];
-    struct gm_alloc_block *g = NULL, *z = NULL, *g16 = NULL;
+    struct gm_alloc_block *g = NULL, *z = NULL, *g16 = NULL, *dx = NULL;
     size_t n = n_pieces(r, p, 0), kept = kernel ? 2 : 3;
     t_free(r, p, 0);
     for (size_t k = kept; k < n; k++)
@@ -1288,7 +1292,12 @@ static void upcast_loss_backward(struct replay *r, struct plan *p, bool kernel)
     if (r->upcast16 && r->cur + r->logits_16 <= limit)
         g16 = raw_alloc(r, r->logits_16);
     raw_free(r, &z, r->logits_32);
+    /* the head's MmBackward: the gradient of its input, a hidden-state-wide tensor, made
+     * before the logits' gradient goes (where the forward held that input, in its hole) */
+    if (r->cur + r->b_h <= limit)
+        dx = raw_alloc(r, r->b_h);
     raw_free(r, &g16, r->logits_16);
+    raw_free(r, &dx, r->b_h);
 }
 
 /* The model's own cross-entropy (EST_HF_LOSS_INLINE: GPT-2, GPT-NeoX, Falcon before 4.46,
@@ -1451,6 +1460,8 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
     /* forward */
     at(r, GM_EST_AT_FORWARD, 0);
     spans(r, pl, n, M_FORWARD, true);
+    if (r->fwd_ops) /* the embedding's output: the first layer's checkpointed input */
+        each(r, pl, n, LIFE_SAVED, 1, true);
     for (size_t u = 1; u <= L; u++) {
         at(r, GM_EST_AT_FORWARD, u);
         each(r, pl, n, LIFE_UNSHARD, 0, true);
@@ -1470,6 +1481,11 @@ static void one_step(struct replay *r, struct plan *pl, size_t n, bool first_ste
     each(r, pl, n, LIFE_BACKWARD, 0, true); /* made before the loss's backward runs */
     if (first_step && r->head_gemm_in_backward)
         handle_workspace(r, pl, n, 1);
+    /* the model's forward returns with the loss: what its locals alone held goes
+     * (gm_est_component.forward_local: the final norm's output, est_forward_holds_head_input) */
+    for (size_t i = n; i-- > 0;)
+        if (pl[i].life == LIFE_SPAN && pl[i].c->forward_local)
+            all_free(r, &pl[i]);
     for (size_t i = 0; first_step && i < n; i++)
         if (pl[i].life == LIFE_SPAN && pl[i].prof == PROF_LOGITS && pl[i].addr[0]) {
             loss_cache_block(r);
