@@ -189,12 +189,7 @@ enum gm_status gm_btree_insert_slow(struct gm_btree *t, struct gm_btree_key key,
             x = r;
         }
     }
-    memmove(x->e + i + 1, x->e + i, (x->n - i) * sizeof(*x->e));
-    x->e[i].key = key;
-    x->e[i].ptr = val;
-    x->n++;
-    set_home(t, val, x);
-    t->n++;
+    gm_btree_leaf_put(t, x, i, key, val);
     t->insert_finger[finger(key)] = x;
     return GM_OK;
 }

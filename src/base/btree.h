@@ -173,6 +173,19 @@ static inline struct gm_btree_node *gm_btree_insert_finger(struct gm_btree *t,
     return x;
 }
 
+/* Put 'val' under 'key' at index i of leaf 'x', which has room: the one way an entry enters a
+ * leaf (the inline fast path below and gm_btree_insert_slow()) */
+static inline void gm_btree_leaf_put(struct gm_btree *t, struct gm_btree_node *x, unsigned i,
+                                     struct gm_btree_key key, void *val)
+{
+    memmove(x->e + i + 1, x->e + i, (x->n - i) * sizeof(*x->e));
+    x->e[i].key = key;
+    x->e[i].ptr = val;
+    x->n++;
+    gm_btree_set_home(t, val, x);
+    t->n++;
+}
+
 /* gm_btree_insert() where the key's leaf is 'x' (NULL: not known, a search from the root
  * finds it) and may be full, the tree empty (btree.c) */
 enum gm_status gm_btree_insert_slow(struct gm_btree *t, struct gm_btree_key key, void *val,
@@ -192,12 +205,7 @@ static inline enum gm_status gm_btree_insert(struct gm_btree *t, struct gm_btree
     i = gm_btree_node_lower_bound(x, key);
     if (i < x->n && x->e[i].key.hi == key.hi && x->e[i].key.lo == key.lo)
         return GM_ERR_INVALID;
-    memmove(x->e + i + 1, x->e + i, (x->n - i) * sizeof(*x->e));
-    x->e[i].key = key;
-    x->e[i].ptr = val;
-    x->n++;
-    gm_btree_set_home(t, val, x);
-    t->n++;
+    gm_btree_leaf_put(t, x, i, key, val);
     return GM_OK;
 }
 

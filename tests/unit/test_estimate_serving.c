@@ -1465,6 +1465,18 @@ static void test_vllm_cuda_context_by_gpu(void **state)
  * stores, and a few MiB of unsplit block remainders at most; Phi-4 as GPTQ through Marlin (v011)
  * holds its repacked tensors, Marlin's workspaces and the whole 88 and 44 MiB blocks of each
  * layer's gate_up_proj and down_proj qweights (87.5 and 43.75 MiB asked). */
+/* The scheme of the v011 log's checkpoint (Phi-4-AutoRound-GPTQ-4bit): GPTQ 4-bit, groups of
+ * 128, zeros and g_idx */
+static void gptq_4bit_g128(struct gm_quant *q)
+{
+    memset(q, 0, sizeof *q);
+    q->method = GM_QUANT_GPTQ;
+    q->bits = 4;
+    q->group_size = 128;
+    q->zeros = true;
+    q->g_idx = true;
+}
+
 static void test_vllm_weights_allocated(void **state)
 {
     const struct gm_model *m = gm_model_catalog_find("llama-3.1-8b");
@@ -1493,12 +1505,7 @@ static void test_vllm_weights_allocated(void **state)
     gm_estimate_free(est);
     est = NULL;
     /* and of v011's, through Marlin */
-    memset(&q, 0, sizeof q);
-    q.method = GM_QUANT_GPTQ;
-    q.bits = 4;
-    q.group_size = 128;
-    q.zeros = true;
-    q.g_idx = true;
+    gptq_4bit_g128(&q);
     m = gm_model_catalog_find("microsoft/phi-4");
     assert_int_equal(est_vllm_load_allocated(m, &q, true, 1, 1, &alloc, NULL, &err), GM_OK);
     job_make("microsoft/phi-4",
@@ -1537,12 +1544,7 @@ static void test_vllm_load_cache_gap(void **state)
     const char *why = NULL;
     (void)state;
     assert_non_null(m);
-    memset(&q, 0, sizeof q);
-    q.method = GM_QUANT_GPTQ;
-    q.bits = 4;
-    q.group_size = 128;
-    q.zeros = true;
-    q.g_idx = true;
+    gptq_4bit_g128(&q);
     assert_int_equal(est_vllm_load_cache_gap(m, &q, true, 1, 1, &marlin, NULL, &err), GM_OK);
     assert_int_equal(est_vllm_load_cache_gap(m, &q, false, 1, 1, &plain, NULL, &err), GM_OK);
     assert_int_equal(est_vllm_load_cache_gap(m, NULL, false, 1, 1, &bf16, NULL, &err), GM_OK);
