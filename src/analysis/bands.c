@@ -205,8 +205,8 @@ static void take(struct gm_bands *out, uint32_t i)
  * window: no memory of its own (4 bytes an allocation were 16 MB of fresh pages at 4 M
  * allocations, on the build machine as long to fault in as the rest of the choice).  Code
  * 0: 0; 255: none (any area); else the double whose bits are (c + AREA_CODE_BASE) << 50: an
- * exponent and two bits of mantissa, steps of at most a quarter from 1 to 2^63.  The bits of
- * doubles >= 0 are in the order of their values, so the code is the top bits of the area's,
+ * exponent and two bits of mantissa, steps of at most a quarter from 1 to 2^62 (larger: 255).  The
+ * bits of doubles >= 0 are in the order of their values, so the code is the top bits of the area's,
  * rounded up.  After the choice the bytes are 0 and 1 again. */
 #define AREA_CODE_NONE 255u
 #define AREA_CODE_BASE (4 * 1023 - 2) /* code 2: 1.0 (exponent 1023, mantissa 0) */

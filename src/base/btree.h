@@ -94,9 +94,11 @@ static inline bool gm_btree_key_less(struct gm_btree_key a, struct gm_btree_key 
 
 /* the class of 'k' whose fingers it uses: a workload asks for a few sizes (the 'hi' of a
  * set ordered by size) again and again, each in its own place of the tree */
+#define GM_BTREE_FINGER_BITS 4 /* log2(GM_BTREE_FINGERS): the hash's top bits pick the class */
+_Static_assert(1u << GM_BTREE_FINGER_BITS == GM_BTREE_FINGERS, "fingers: a power of two");
 static inline unsigned gm_btree_finger(struct gm_btree_key k)
 {
-    return (unsigned)((k.hi * UINT64_C(0x9E3779B97F4A7C15)) >> 60) % GM_BTREE_FINGERS;
+    return (unsigned)((k.hi * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - GM_BTREE_FINGER_BITS));
 }
 
 /* index of the first of x's keys not less than 'k' (x->n when none) */

@@ -793,8 +793,8 @@ static uint64_t vllm_encoder_cache(struct est_ctx *cx, uint64_t batched)
  * allocated bytes, less the 247 MiB context est_cuda_context gives that GPU and the 17.5 MiB
  * the load leaves cached, est_vllm_load_cache_gap), the fit row the validation names; v011
  * (0.6.5, Phi-4 GPTQ through Marlin on an 80 GB A100, whose load replay matches its printed
- * weights to 0.7 MiB) judges it.  It replaces the 0.16 GiB of PR #12126 (0.7.0 on an H100, a
- * Llama-3.2-11B-Vision with dummy weights: a vision tower and its kernels, no table row);
+ * weights to 0.7 MiB) judges it.  PR #12126's 0.16 GiB (0.7.0 on an H100, a
+ * Llama-3.2-11B-Vision with dummy weights: a vision tower and its kernels) is no table row;
  * which kernels a start loads (model, quantisation, GPU) moves the figure and is not modelled.
  * At tp 2, 4, 6 or 8 the custom all-reduce's two IPC
  * buffers, cudaMalloc'd outside PyTorch: the metadata (ops.meta_size() + max_size) and the
@@ -1447,9 +1447,10 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
             e,
             "vLLM 0.9.2-0.10 non-torch kernels: %.0f MiB measured from one log (row " VLLM_V1_0_10_KERNEL_FIT_ON
             "), not read in code; that row's GPU is not a Hopper one, so version and GPU "
-            "are not told apart (0.11 and later: 143 MiB, before 0.9.2: 94 MiB); "
+            "are not told apart (0.11 and later: %.0f MiB, before 0.9.2: %.0f MiB); "
             "--non-torch for the job's own",
-            (double)kernels / (double)GM_MIB);
+            (double)kernels / (double)GM_MIB, (double)VLLM_V1_0_11_KERNEL_BYTES / (double)GM_MIB,
+            (double)VLLM_KERNEL_BYTES / (double)GM_MIB);
     if ((vllm_era_v0(era) || era == VLLM_V1_GLOBAL) && !v->non_torch_bytes &&
         cx->bound == EST_POINT)
         est_assume(

@@ -386,8 +386,8 @@ static uint64_t next_pow2(uint64_t v)
 uint64_t est_nccl_comm_bytes(const struct est_nccl_comm *c, enum est_bound bound)
 {
     uint64_t ch = est_nccl_channels(c->link), bytes = 0;
-    if (c->local_ranks < 2 || !c->p2p)
-        return c->cumem ? NCCL_CUMEM_GRANULE * (3 * next_pow2(ch) + 2) : 0;
+    if (c->local_ranks < 2 || !c->p2p) /* the low end without cuMem's granules, as below */
+        return c->cumem && bound != EST_LOW ? NCCL_CUMEM_GRANULE * (3 * next_pow2(ch) + 2) : 0;
     /* one (send, receive) pair a channel at two ranks; the tree's second from three */
     bytes = ch * est_nccl_pair_bytes() * (c->local_ranks > 2 && bound != EST_LOW ? 2 : 1);
     if (c->cumem && bound != EST_LOW)

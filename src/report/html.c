@@ -510,6 +510,13 @@ static void put_chunks(FILE *f, const char *const *chunks)
 /* Copy JSON text into a <script> element: the '<' of "</" and "<!" becomes "\u003c" (the
  * same character to JSON) so that no string in the data can close the element or open a
  * comment. */
+/* Whether a '<' followed by 'next' must be written escaped: the one rule of both the copy
+ * below and the streamed copy (script_write()) */
+static bool script_escapes(char next)
+{
+    return next == '/' || next == '!';
+}
+
 static void put_json_for_script(FILE *f, const char *s, size_t n)
 {
     size_t run = 0; /* start of the bytes not written yet */
@@ -517,7 +524,7 @@ static void put_json_for_script(FILE *f, const char *s, size_t n)
     /* memchr: the data are megabytes with few '<' */
     for (size_t i = 0; i < n && (lt = memchr(s + i, '<', n - i)) != NULL;) {
         i = (size_t)(lt - s);
-        if (i + 1 < n && (s[i + 1] == '/' || s[i + 1] == '!')) {
+        if (i + 1 < n && script_escapes(s[i + 1])) {
             fwrite(s + run, 1, i - run, f);
             fputs("\\u003c", f);
             run = i + 1;
@@ -650,7 +657,7 @@ static ssize_t script_write(void *cookie, const char *buf, size_t n)
     if (n == 0)
         return 0;
     if (o->lt)
-        fputs(buf[0] == '/' || buf[0] == '!' ? "\\u003c" : "<", o->f);
+        fputs(script_escapes(buf[0]) ? "\\u003c" : "<", o->f);
     o->lt = buf[n - 1] == '<';
     put_json_for_script(o->f, buf, o->lt ? n - 1 : n);
     return ferror(o->f) ? -1 : (ssize_t)n;
