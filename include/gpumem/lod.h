@@ -194,11 +194,10 @@ unsigned gm_lod_peek(const struct gm_lod *l, double x);
  * point before it (a damaged file) counts in that bucket.  Returns enum gm_lod_flags. */
 unsigned gm_lod_add(struct gm_lod *l, double x, int64_t k, uint64_t v);
 
-/* gm_lod_add() of a point that falls in the bucket of the point before (gm_lod_peek() gave
- * that bucket; a point was added before): no lookup, for loops over many points. */
-static inline unsigned gm_lod_add_here(struct gm_lod *l, int64_t k, uint64_t v)
+/* gm_lod_add_here()'s rule on bucket 'b' itself (the series' current one, or a copy of it
+ * the caller holds over a run of points and writes back). */
+static inline unsigned gm_lod_bucket_add(struct gm_lod_bucket *b, int64_t k, uint64_t v)
 {
-    struct gm_lod_bucket *b = l->cur_b_;
     unsigned flags = 0;
     if (v < b->min) {
         b->min = v;
@@ -214,6 +213,19 @@ static inline unsigned gm_lod_add_here(struct gm_lod *l, int64_t k, uint64_t v)
     b->klast = k;
     b->n++;
     return flags;
+}
+
+/* gm_lod_add() of a point that falls in the bucket of the point before (gm_lod_peek() gave
+ * that bucket; a point was added before): no lookup, for loops over many points. */
+static inline unsigned gm_lod_add_here(struct gm_lod *l, int64_t k, uint64_t v)
+{
+    return gm_lod_bucket_add(l->cur_b_, k, v);
+}
+
+/* The bucket gm_lod_add_here() adds to (that of the last point added). */
+static inline struct gm_lod_bucket *gm_lod_here(struct gm_lod *l)
+{
+    return l->cur_b_;
 }
 
 /* After the last point: the buckets after it hold its value.  A series with no point at

@@ -1960,16 +1960,17 @@ static inline void set_min_max(struct gm_analysis_point *slot, unsigned fl, int6
         set_point(&slot[1], k, e, ph, total, reserved, cur);
 }
 
-/* The series' rule for event k in the bucket of the event before (slot: that bucket's
- * points): a total other than the one before (prev_total) is offered to its minimum and
- * maximum; the same total makes neither (that value is in the bucket already). */
-static GM_INLINE_ALWAYS void offer_total(struct gm_lod *lod, struct gm_analysis_point *slot,
+/* The series' rule for event k in the bucket of the event before ('here': that bucket,
+ * gm_lod_here() or a copy of it; slot: its points): a total other than the one before
+ * (prev_total) is offered to its minimum and maximum; the same total makes neither (that
+ * value is in the bucket already). */
+static GM_INLINE_ALWAYS void offer_total(struct gm_lod_bucket *here, struct gm_analysis_point *slot,
                                          uint64_t prev_total, int64_t k,
                                          const struct gm_snapshot_event *e, uint8_t ph,
                                          uint64_t total, uint64_t reserved, const uint64_t *cur)
 {
     if (total != prev_total)
-        set_min_max(slot, gm_lod_add_here(lod, k, total), k, e, ph, total, reserved, cur);
+        set_min_max(slot, gm_lod_bucket_add(here, k, total), k, e, ph, total, reserved, cur);
 }
 
 /* The series pass's run of events each in turn for the totals (series_pass()): its state,
@@ -2005,6 +2006,9 @@ static GM_INLINE_ALWAYS int64_t totals_run(const struct totals_run *r, int64_t j
     int64_t t = *r->t;
     size_t wi = *r->wi;
     uint64_t prev_total = *r->prev_total;
+    /* the series' bucket (the run stays in it) held here over the run, written back after
+     * it */
+    struct gm_lod_bucket here = *gm_lod_here(r->lod);
     if (!timed && by_time && t >= r->t_stop)
         to = j; /* (no step: the first event would stop it) */
     for (; j < to; j++) {
@@ -2026,7 +2030,7 @@ static GM_INLINE_ALWAYS int64_t totals_run(const struct totals_run *r, int64_t j
         r->ej->time_us = t;
         /* (every change before j is taken: these are j's) */
         take_changes_before(ch, j + 1, r->iv);
-        offer_total(r->lod, r->slot, prev_total, j, r->ej, r->phase[j], *ch->total, r->reserved,
+        offer_total(&here, r->slot, prev_total, j, r->ej, r->phase[j], *ch->total, r->reserved,
                     ch->cur);
         prev_total = *ch->total;
         if (same_reserved)
@@ -2035,6 +2039,7 @@ static GM_INLINE_ALWAYS int64_t totals_run(const struct totals_run *r, int64_t j
         else
             gm_lod_totals_add(r->lt, j, r->ej, *ch->total + r->walk_base, r->reserved);
     }
+    *gm_lod_here(r->lod) = here;
     *r->t = t;
     *r->wi = wi;
     *r->prev_total = prev_total;
@@ -2299,8 +2304,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                 set_min_max(&slots[3 * (size_t)b], gm_lod_add(&lod, x, k, total), k, e, ph, total,
                             reserved, cur);
             else
-                offer_total(&lod, &slots[3 * (size_t)b], prev_total, k, e, ph, total, reserved,
-                            cur);
+                offer_total(gm_lod_here(&lod), &slots[3 * (size_t)b], prev_total, k, e, ph, total,
+                            reserved, cur);
         }
         prev_e = e;
         prev_ph = ph;
@@ -2362,8 +2367,8 @@ static GM_INLINE_ALWAYS enum gm_status series_pass(struct work *w,
                 /* the allocations and frees before j in trace order (the time of a point
                  * one of them makes is found once the points are chosen) */
                 for (int64_t ka; (ka = take_changes_before(&ch, j, iv)) >= 0;) {
-                    offer_total(&lod, &slots[3 * (size_t)cur_b], prev_total, ka, &known[0],
-                                w->phase[ka], total, reserved, cur);
+                    offer_total(gm_lod_here(&lod), &slots[3 * (size_t)cur_b], prev_total, ka,
+                                &known[0], w->phase[ka], total, reserved, cur);
                     prev_total = total;
                 }
                 if (j > k + 1) {

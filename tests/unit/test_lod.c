@@ -4,7 +4,8 @@
  * it (not a stale maximum), points in one microsecond all count, a coarsened level equals
  * the level built directly, and time going backwards in a damaged file is absorbed; a
  * bucket's end found for whole x's adds the points as the lookup does; the axis that keeps
- * every x and its timeline from one walk equal the two passes. */
+ * every x and its timeline from one walk equal the two passes; points added to a copy of
+ * the current bucket and written back equal those added in place. */
 // clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
@@ -172,6 +173,47 @@ static void test_random_exact(void **state)
         gm_lod_release(&fine);
         gm_lod_release(&coarse);
         gm_lod_release(&direct);
+    }
+}
+
+/* A run of points in one bucket added to a copy of gm_lod_here() (gm_lod_bucket_add()) and
+ * written back makes the very series, and the same flags, that gm_lod_add_here() makes point
+ * by point: gm_lod_here() is the bucket of the last point added (a series is cut into runs
+ * at random, each started by gm_lod_add() at a point that may open a later bucket). */
+static void test_run_on_copy_of_here(void **state)
+{
+    uint64_t seed = 0x2545f4914f6cdd1dULL;
+    (void)state;
+    for (int round = 0; round < 100; round++) {
+        struct gm_lod each, copied;
+        struct gm_error err;
+        double x = 0;
+        int64_t k = 0;
+        assert_int_equal(gm_lod_init(&each, 0.0, 4096.0, 32, &err), GM_OK);
+        assert_int_equal(gm_lod_init(&copied, 0.0, 4096.0, 32, &err), GM_OK);
+        while (x < 4096.0) {
+            uint64_t v = rng_next(&seed) % 1000;
+            assert_int_equal(gm_lod_add(&copied, x, k, v), gm_lod_add(&each, x, k, v));
+            k++;
+            /* then points up to the bucket's end, on a copy of its bucket */
+            struct gm_lod_bucket here = *gm_lod_here(&copied);
+            double end = gm_lod_bucket_end(&copied, gm_lod_peek(&copied, x), x);
+            size_t run = rng_next(&seed) % 40;
+            for (size_t i = 0; i < run && x + 1 < end; i++, k++) {
+                x += 1 + (double)(rng_next(&seed) % 2);
+                if (x >= end)
+                    x = end - 1;
+                v = rng_next(&seed) % 1000;
+                assert_int_equal(gm_lod_bucket_add(&here, k, v), gm_lod_add_here(&each, k, v));
+            }
+            *gm_lod_here(&copied) = here;
+            x += 1 + (double)(rng_next(&seed) % 200);
+        }
+        gm_lod_finish(&each);
+        gm_lod_finish(&copied);
+        assert_memory_equal(copied.b, each.b, each.n * sizeof(*each.b));
+        gm_lod_release(&each);
+        gm_lod_release(&copied);
     }
 }
 
@@ -462,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_gap_and_carry),
         cmocka_unit_test(test_same_instant_and_backwards),
         cmocka_unit_test(test_random_exact),
+        cmocka_unit_test(test_run_on_copy_of_here),
         cmocka_unit_test(test_bucket_end),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_axis_timeline_equals_two_passes),
