@@ -588,6 +588,10 @@ enum gm_status est_vllm_profile_reserve(const struct gm_model *m, uint64_t token
 /* The bytes PyTorch's allocator counts as allocated after that load (whole blocks, as
  * allocated_bytes.all.current has them): what vLLM's DeviceMemoryProfiler reports as the
  * weights; 0 (and *why) where the load is not replayed. */
+/* Both from one replay of the load: the allocated bytes and the cache gap (above). */
+enum gm_status est_vllm_load(const struct gm_model *m, const struct gm_quant *q, bool marlin,
+                             uint64_t t, uint64_t pp, uint64_t *allocated, uint64_t *gap,
+                             const char **why, struct gm_error *err);
 enum gm_status est_vllm_load_allocated(const struct gm_model *m, const struct gm_quant *q,
                                        bool marlin, uint64_t t, uint64_t pp, uint64_t *allocated,
                                        const char **why, struct gm_error *err);

@@ -1174,12 +1174,19 @@ enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct
     return load_replay(m, q, marlin, temporaries, t, pp, gap, &allocated, why, err);
 }
 
+enum gm_status est_vllm_load(const struct gm_model *m, const struct gm_quant *q, bool marlin,
+                             uint64_t t, uint64_t pp, uint64_t *allocated, uint64_t *gap,
+                             const char **why, struct gm_error *err)
+{
+    return load_replay(m, q, marlin, true, t, pp, gap, allocated, why, err);
+}
+
 enum gm_status est_vllm_load_allocated(const struct gm_model *m, const struct gm_quant *q,
                                        bool marlin, uint64_t t, uint64_t pp, uint64_t *allocated,
                                        const char **why, struct gm_error *err)
 {
     uint64_t gap;
-    return load_replay(m, q, marlin, true, t, pp, &gap, allocated, why, err);
+    return est_vllm_load(m, q, marlin, t, pp, allocated, &gap, why, err);
 }
 
 enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm_quant *q,
@@ -1312,6 +1319,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
              graphs, per_token, T, kv_heads, need, pool, layers, ca, logged,
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
              graph_largest = 0, graph_full = 0, ws, ws_peak, kernels;
+    uint64_t load_gap = 0;       /* the weights' load replayed once: the cache it leaves */
+    const char *load_why = NULL; /* what the replay does not cover, or NULL */
     unsigned kvb100, per_logit;
     bool blas;
     enum vllm_sampler sampler_kind;
@@ -1385,8 +1394,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
      * load's replay where it covers the model (est_vllm_load_allocated) */
     {
         uint64_t alloc = 0;
-        if ((st = est_vllm_load_allocated(m, cx->quant, vllm_gptq_marlin(cx), t, pp, &alloc, NULL,
-                                          err)) != GM_OK)
+        if ((st = est_vllm_load(m, cx->quant, vllm_gptq_marlin(cx), t, pp, &alloc, &load_gap,
+                                &load_why, err)) != GM_OK)
             return st;
         if (alloc) {
             if (cx->bound == EST_POINT)
@@ -1478,12 +1487,10 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     /* 0.6.4 to 0.6.6 count the load's unreleasable cache too (est_vllm_load_cache_gap) */
     if (vllm_counts_load_cache(j->stack.vllm) && !v->non_torch_bytes) {
         bool marlin = vllm_gptq_marlin(cx);
-        uint64_t gap = 0;
-        const char *why = NULL;
+        uint64_t gap = load_gap; /* the weights' load replayed above */
+        const char *why = load_why;
         char ver[16];
         est_version_text(j->stack.vllm, ver, sizeof ver);
-        if ((st = est_vllm_load_cache_gap(m, cx->quant, marlin, t, pp, &gap, &why, err)) != GM_OK)
-            return st;
         if (why)
             est_assume(e,
                        "vLLM %s counts the cached, unallocated bytes the load leaves in "
