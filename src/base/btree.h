@@ -28,6 +28,7 @@
 
 #include "gpumem/error.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,7 +68,11 @@ struct gm_btree {
     size_t home;     /* offset of the leaf pointer in each value, or GM_BTREE_NO_HOME */
     /* fingers: the leaves the last inserts and the last gm_btree_seek()s ended in, one per
      * class of keys' 'hi' (gm_btree_finger()), NULL: none; a key whose place is in its
-     * class's leaf is found there without a search from the root */
+     * class's leaf is found there without a search from the root.  A finger is a leaf of
+     * the tree, so it holds an entry (the first invariant above): node_give() drops the
+     * fingers of every node the tree gives back, shrink() gives back every leaf it empties,
+     * the root included.  The fast paths read a finger's first and last keys, and its
+     * neighbours', without testing for an empty leaf. */
     struct gm_btree_node *insert_finger[GM_BTREE_FINGERS];
     struct gm_btree_node *seek_finger[GM_BTREE_FINGERS];
     /* gm_btree_seek()s and inserts that searched from the root (no finger held the key) */
@@ -155,6 +160,7 @@ static inline struct gm_btree_node *gm_btree_insert_finger(struct gm_btree *t,
     struct gm_btree_node *x = t->insert_finger[gm_btree_finger(key)];
     if (!x)
         return NULL;
+    assert(x->n > 0); /* a finger is a leaf of the tree, never empty (struct gm_btree) */
     if (!gm_btree_key_less(x->e[0].key, key)) {
         /* not above its first: its own unless the bound of the subtree before it (the
          * nearest left sibling of x or of an ancestor) is not below the key; none, x is the
@@ -230,6 +236,7 @@ static inline struct gm_btree_pos gm_btree_seek(struct gm_btree *t, struct gm_bt
      * when the leaf before ends below the key (or none does).  Above its last: the next
      * leaf's first when not below the key, the end when no leaf follows. */
     if (x) {
+        assert(x->n > 0); /* a finger is a leaf of the tree, never empty (struct gm_btree) */
         p.i = 0;
         if (!gm_btree_key_less(x->e[x->n - 1].key, key)) {
             if (gm_btree_key_less(x->e[0].key, key)) {

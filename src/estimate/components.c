@@ -55,6 +55,7 @@ void gm_estimate_free(struct gm_estimate *e)
         gm_estimate_free(e->store->ends[0]);
         gm_estimate_free(e->store->ends[1]);
         est_replay_memo_free(e->store->replays);
+        est_load_memo_free(e->store->loads);
     }
     gm_free(e->components);
     gm_free(e->assumptions);

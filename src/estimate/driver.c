@@ -25,8 +25,10 @@ static const est_stage_fn stages[] = {
     est_stage_fit,      /* the verdict */
 };
 
+/* One run at 'bound' into 'out'; the replays it runs are kept in (and answered from) the
+ * store 'shared', the point estimate's, which the ends of its range share. */
 static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
-                               struct gm_estimate *out, struct est_replay_memo **replays,
+                               struct gm_estimate *out, struct gm_est_store *shared,
                                enum est_reads reads, gm_est_segment_fn trace, void *trace_ctx,
                                est_request_fn req_trace, void *req_ctx, struct gm_error *err)
 {
@@ -43,7 +45,8 @@ static enum gm_status run_once(const struct gm_job *j, enum est_bound bound,
     cx.trace_ctx = trace_ctx;
     cx.req_trace = req_trace;
     cx.req_trace_ctx = req_ctx;
-    cx.replays = replays;
+    cx.replays = &shared->replays;
+    cx.loads = &shared->loads;
     cx.reads = reads;
     for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
         if ((st = stages[i](&cx, err)) != GM_OK)
@@ -68,18 +71,17 @@ static enum gm_status run_traced(const struct gm_job *job, struct gm_estimate *o
     out->mode = j.mode;
     if ((st = gm_job_check(&j, err)) != GM_OK)
         return st;
-    if ((st = run_once(&j, EST_POINT, out, &store->replays, reads, fn, ctx, req_fn, req_ctx,
-                       err)) != GM_OK ||
+    if ((st = run_once(&j, EST_POINT, out, store, reads, fn, ctx, req_fn, req_ctx, err)) != GM_OK ||
         reads != EST_READS_ALL)
         return st;
     for (size_t k = 0; k < 2; k++)
         if (!store->ends[k] && !(store->ends[k] = est_new()))
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "out of memory");
     /* the ends run the same stages on the same job: they fail only where the point does */
-    if ((st = run_once(&j, EST_LOW, store->ends[0], &store->replays, EST_READS_ALL, NULL, NULL,
-                       NULL, NULL, err)) == GM_OK &&
-        (st = run_once(&j, EST_HIGH, store->ends[1], &store->replays, EST_READS_ALL, NULL, NULL,
-                       NULL, NULL, err)) == GM_OK)
+    if ((st = run_once(&j, EST_LOW, store->ends[0], store, EST_READS_ALL, NULL, NULL, NULL, NULL,
+                       err)) == GM_OK &&
+        (st = run_once(&j, EST_HIGH, store->ends[1], store, EST_READS_ALL, NULL, NULL, NULL, NULL,
+                       err)) == GM_OK)
         est_judge_range(out, store->ends[0], store->ends[1]);
     return st;
 }

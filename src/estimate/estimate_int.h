@@ -149,6 +149,7 @@ struct est_ctx {
     void *req_trace_ctx;
     struct est_replay_memo **replays; /* step replays already run (the point estimate's, shared
                                          with the ends of its range) */
+    struct est_load_memo **loads;     /* vLLM load replays already run, shared as 'replays' */
     enum est_reads reads;             /* what the caller reads of the run */
 };
 
@@ -190,6 +191,8 @@ struct gm_est_store {
                                         for the next run (driver.c) */
     struct est_replay_memo *replays; /* step replays run into this estimate, by their inputs
                                         (step_alloc.c), NULL until the first */
+    struct est_load_memo *loads;     /* vLLM load replays run into it, by their shape
+                                        (stage_engine.c), NULL until the first */
 };
 
 /* A new, empty estimate (gm_estimate_free() releases it), or NULL. */
@@ -588,10 +591,19 @@ enum gm_status est_vllm_profile_reserve(const struct gm_model *m, uint64_t token
 /* The bytes PyTorch's allocator counts as allocated after that load (whole blocks, as
  * allocated_bytes.all.current has them): what vLLM's DeviceMemoryProfiler reports as the
  * weights; 0 (and *why) where the load is not replayed. */
-/* Both from one replay of the load: the allocated bytes and the cache gap (above). */
+/* Both from one replay of the load: the allocated bytes and the cache gap (above).  'memo'
+ * (may be NULL: none) keeps the replays run, by the inputs they read: a load of the same
+ * shape is answered from it. */
 enum gm_status est_vllm_load(const struct gm_model *m, const struct gm_quant *q, bool marlin,
-                             uint64_t t, uint64_t pp, uint64_t *allocated, uint64_t *gap,
-                             const char **why, struct gm_error *err);
+                             uint64_t t, uint64_t pp, struct est_load_memo **memo,
+                             uint64_t *allocated, uint64_t *gap, const char **why,
+                             struct gm_error *err);
+/* Release the load replays kept by est_vllm_load() (NULL is a no-op). */
+void est_load_memo_free(struct est_load_memo *m);
+/* Add the load replays 'from' keeps (may be NULL) to *to, as far as memory allows. */
+void est_load_memo_copy(struct est_load_memo **to, const struct est_load_memo *from);
+/* How many loads were replayed into 'e' (its memo's), not answered from it: for tests. */
+uint64_t est_vllm_load_runs(const struct gm_estimate *e);
 enum gm_status est_vllm_load_allocated(const struct gm_model *m, const struct gm_quant *q,
                                        bool marlin, uint64_t t, uint64_t pp, uint64_t *allocated,
                                        const char **why, struct gm_error *err);

@@ -1071,9 +1071,52 @@ static const char *ls_unreplayed(const struct gm_model *m, const struct gm_quant
     return NULL;
 }
 
-static enum gm_status load_replay(const struct gm_model *m, const struct gm_quant *q, bool marlin,
-                                  bool temporaries, uint64_t t, uint64_t pp, uint64_t *gap,
-                                  uint64_t *allocated, const char **why, struct gm_error *err)
+/* The inputs of one replay of the load: ls_run() reads nothing else, so equal shapes give
+ * equal replays, and a shape is the key an estimate remembers a replay by (est_load_memo).
+ * Built zeroed (ls_shape_of), so that equal shapes are equal bytes. */
+struct ls_shape {
+    uint64_t hidden;        /* elements */
+    uint64_t n_heads;       /* query heads of the model */
+    uint64_t n_kv_heads;    /* KV heads of the model */
+    uint64_t head_dim;      /* elements (the config's, or hidden / heads) */
+    uint64_t intermediate;  /* the model's MLP width */
+    uint64_t n_layers;      /* decoder layers */
+    uint64_t vocab;         /* the model's vocabulary */
+    uint64_t max_positions; /* the rotary cache's rows, 0 = none */
+    uint64_t t;             /* tensor-parallel GPUs */
+    uint64_t bits;          /* GPTQ bits per weight, 0 = 16-bit weights */
+    uint64_t group_size;    /* GPTQ input features per scale, 0 = whole column */
+    bool qkv_bias;
+    bool tied_embeddings;
+    bool marlin;      /* GPTQ repacked by gptq_marlin */
+    bool temporaries; /* the copies of fused GPTQ shards through GPU temporaries */
+};
+
+static void ls_shape_of(const struct gm_model *m, const struct gm_quant *q, bool marlin,
+                        bool temporaries, uint64_t t, struct ls_shape *sh)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->hidden = m->hidden;
+    sh->n_heads = m->n_heads;
+    sh->n_kv_heads = m->n_kv_heads;
+    sh->head_dim = m->head_dim ? m->head_dim : m->hidden / m->n_heads;
+    sh->intermediate = m->intermediate;
+    sh->n_layers = m->n_layers;
+    sh->vocab = m->vocab;
+    sh->max_positions = m->max_positions;
+    sh->t = t;
+    sh->bits = q ? q->bits : 0;
+    sh->group_size = q ? q->group_size : 0;
+    sh->qkv_bias = m->qkv_bias;
+    sh->tied_embeddings = m->tied_embeddings;
+    sh->marlin = q && marlin;
+    sh->temporaries = q && temporaries;
+}
+
+/* The replay of a load of shape 'sh': the allocated bytes after empty_cache() and the cache
+ * gap beside them (reserved - allocated). */
+static enum gm_status ls_run(const struct ls_shape *sh, uint64_t *gap, uint64_t *allocated,
+                             struct gm_error *err)
 {
     struct gm_alloc_conf conf;
     struct gm_alloc_fakedev fake;
@@ -1081,42 +1124,35 @@ static enum gm_status load_replay(const struct gm_model *m, const struct gm_quan
     struct gm_alloc_stats stats;
     struct load_sim s = {NULL, err, GM_OK};
     struct ls_linear lin[4];
-    uint64_t hd, vocab, rot;
-    const char *skip = ls_unreplayed(m, q, marlin, t, pp);
-    *gap = 0;
-    *allocated = 0;
-    if (why)
-        *why = skip;
-    if (skip)
-        return GM_OK;
+    struct gm_quant gq = {
+        .method = GM_QUANT_GPTQ, .bits = (unsigned)sh->bits, .group_size = sh->group_size};
+    const struct gm_quant *q = sh->bits ? &gq : NULL;
+    uint64_t t = sh->t, hd = sh->head_dim, vocab, rot;
+    uint64_t kv_heads = sh->n_kv_heads >= t ? sh->n_kv_heads / t : 1;
     gm_alloc_conf_init(&conf);
     gm_alloc_fakedev_init(&fake, 0);
     if ((s.st = gm_alloc_new(&conf, &dev, &s.a, err)) != GM_OK)
         return s.st;
-    hd = m->head_dim ? m->head_dim : m->hidden / m->n_heads;
-    vocab = est_div_up(est_div_up(m->vocab, 64) * 64, t);
+    vocab = est_div_up(est_div_up(sh->vocab, 64) * 64, t);
     rot = hd; /* the cos/sin cache: max_positions x rotary dim */
-    lin[0] = (struct ls_linear){
-        m->hidden, (m->n_heads / t + (m->n_kv_heads >= t ? m->n_kv_heads / t : 1) * 2) * hd,
-        0,         0,
-        0,         0};
-    lin[1] = (struct ls_linear){m->n_heads / t * hd, m->hidden, 0, 0, 0, 0};
-    lin[2] = (struct ls_linear){m->hidden, 2 * m->intermediate / t, 0, 0, 0, 0};
-    lin[3] = (struct ls_linear){m->intermediate / t, m->hidden, 0, 0, 0, 0};
+    lin[0] = (struct ls_linear){sh->hidden, (sh->n_heads / t + kv_heads * 2) * hd, 0, 0, 0, 0};
+    lin[1] = (struct ls_linear){sh->n_heads / t * hd, sh->hidden, 0, 0, 0, 0};
+    lin[2] = (struct ls_linear){sh->hidden, 2 * sh->intermediate / t, 0, 0, 0, 0};
+    lin[3] = (struct ls_linear){sh->intermediate / t, sh->hidden, 0, 0, 0, 0};
     {
-        struct ls_linear *all = gm_calloc(m->n_layers * 4, sizeof *all);
+        struct ls_linear *all = gm_calloc(sh->n_layers * 4, sizeof *all);
         if (!all) {
             gm_alloc_free(s.a);
             return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "vLLM load replay: out of memory");
         }
-        ls_new(&s, vocab * m->hidden * 2); /* VocabParallelEmbedding */
-        for (uint64_t i = 0; i < m->n_layers && s.st == GM_OK; i++) {
+        ls_new(&s, vocab * sh->hidden * 2); /* VocabParallelEmbedding */
+        for (uint64_t i = 0; i < sh->n_layers && s.st == GM_OK; i++) {
             struct ls_linear *l = all + 4 * i;
             memcpy(l, lin, sizeof lin);
-            ls_create(&s, &l[0], q, m->qkv_bias);
+            ls_create(&s, &l[0], q, sh->qkv_bias);
             ls_create(&s, &l[1], q, false);
-            if (i == 0 && m->max_positions) {
-                uint64_t pos = m->max_positions, inv = ls_new(&s, rot / 2 * 4),
+            if (i == 0 && sh->max_positions) {
+                uint64_t pos = sh->max_positions, inv = ls_new(&s, rot / 2 * 4),
                          tt = ls_new(&s, pos * 4), fr = ls_new(&s, pos * rot / 2 * 4),
                          co = ls_new(&s, pos * rot / 2 * 4), si = ls_new(&s, pos * rot / 2 * 4),
                          cat = ls_new(&s, pos * rot * 4);
@@ -1130,28 +1166,27 @@ static enum gm_status load_replay(const struct gm_model *m, const struct gm_quan
             }
             ls_create(&s, &l[2], q, false);
             ls_create(&s, &l[3], q, false);
-            ls_new(&s, m->hidden * 2); /* input_layernorm */
-            ls_new(&s, m->hidden * 2); /* post_attention_layernorm */
+            ls_new(&s, sh->hidden * 2); /* input_layernorm */
+            ls_new(&s, sh->hidden * 2); /* post_attention_layernorm */
         }
-        ls_new(&s, m->hidden * 2);
-        if (!m->tied_embeddings)
-            ls_new(&s, vocab * m->hidden * 2);
+        ls_new(&s, sh->hidden * 2);
+        if (!sh->tied_embeddings)
+            ls_new(&s, vocab * sh->hidden * 2);
         /* load_weights in the checkpoint's name order within a layer, mlp before self_attn:
          * safetensors' safe_open.keys() sorts the names ("keys.sort()", huggingface/safetensors
          * bindings/python/src/lib.rs) and vLLM's safetensors_weights_iterator walks them.  The
          * result depends on it: qkv_proj before gate_up_proj gives Phi-4 190 MiB, not 176 (the
          * layer order and each tensor's shards loaded together change nothing) */
-        if (q && temporaries) {
-            uint64_t kv = (m->n_kv_heads >= t ? m->n_kv_heads / t : 1) * hd,
-                     qkv[3] = {m->n_heads / t * hd, kv, kv},
-                     gu[2] = {m->intermediate / t, m->intermediate / t};
-            for (uint64_t i = 0; i < m->n_layers && s.st == GM_OK; i++) {
+        if (sh->temporaries) {
+            uint64_t kv = kv_heads * hd, qkv[3] = {sh->n_heads / t * hd, kv, kv},
+                     gu[2] = {sh->intermediate / t, sh->intermediate / t};
+            for (uint64_t i = 0; i < sh->n_layers && s.st == GM_OK; i++) {
                 ls_load_shards(&s, &all[4 * i + 2], q, gu, 2);
                 ls_load_shards(&s, &all[4 * i], q, qkv, 3);
             }
         }
-        if (q && marlin)
-            for (uint64_t i = 0; i < m->n_layers * 4 && s.st == GM_OK; i++)
+        if (sh->marlin)
+            for (uint64_t i = 0; i < sh->n_layers * 4 && s.st == GM_OK; i++)
                 ls_marlin(&s, &all[i], q);
         gm_free(all);
     }
@@ -1166,19 +1201,121 @@ static enum gm_status load_replay(const struct gm_model *m, const struct gm_quan
     return s.st;
 }
 
+/* ---- the loads an estimate has replayed, by shape ----
+ *
+ * An estimate runs its job three times (the point and the two ends of the range) and a
+ * search runs many jobs into one estimate; the load's shape changes with none of what the
+ * bounds or a batch size change, and a replay walks every tensor of the model through the
+ * allocator model.  So the estimate keeps each shape's replay (as step_alloc.c keeps the step
+ * replays): a few, the oldest replaced first; a search over tp asks for one shape a tp. */
+#define LOAD_MEMO_MAX 8
+
+struct est_load_memo {
+    size_t n;      /* entries used */
+    size_t next;   /* the entry a new shape replaces once all are used */
+    uint64_t runs; /* loads replayed into it (est_vllm_load_runs) */
+    struct {
+        struct ls_shape shape;
+        uint64_t allocated; /* bytes */
+        uint64_t gap;       /* bytes */
+    } ent[LOAD_MEMO_MAX];
+};
+
+void est_load_memo_free(struct est_load_memo *m)
+{
+    gm_free(m);
+}
+
+uint64_t est_vllm_load_runs(const struct gm_estimate *e)
+{
+    return e->store->loads ? e->store->loads->runs : 0;
+}
+
+/* The entry of 'sh' in 'm' (may be NULL), or -1 */
+static ptrdiff_t load_memo_find(const struct est_load_memo *m, const struct ls_shape *sh)
+{
+    for (size_t i = 0; m && i < m->n; i++)
+        if (memcmp(&m->ent[i].shape, sh, sizeof *sh) == 0)
+            return (ptrdiff_t)i;
+    return -1;
+}
+
+/* Keep the replay of 'sh' in *mp; nothing when out of memory (only a later run repeats it). */
+static void load_memo_put(struct est_load_memo **mp, const struct ls_shape *sh, uint64_t gap,
+                          uint64_t allocated)
+{
+    struct est_load_memo *m = *mp;
+    size_t i;
+    if (!m && !(m = *mp = gm_calloc(1, sizeof *m)))
+        return;
+    if (m->n < LOAD_MEMO_MAX) {
+        i = m->n++;
+    } else {
+        i = m->next;
+        m->next = (m->next + 1) % LOAD_MEMO_MAX;
+    }
+    memcpy(&m->ent[i].shape, sh, sizeof *sh); /* padding too: compared as bytes */
+    m->ent[i].gap = gap;
+    m->ent[i].allocated = allocated;
+}
+
+void est_load_memo_copy(struct est_load_memo **to, const struct est_load_memo *from)
+{
+    for (size_t i = 0; from && i < from->n; i++)
+        if (load_memo_find(*to, &from->ent[i].shape) < 0)
+            load_memo_put(to, &from->ent[i].shape, from->ent[i].gap, from->ent[i].allocated);
+}
+
+/* ls_run() of 'sh', answered from and kept in *mp where 'mp' is not NULL. */
+static enum gm_status ls_run_memo(struct est_load_memo **mp, const struct ls_shape *sh,
+                                  uint64_t *gap, uint64_t *allocated, struct gm_error *err)
+{
+    ptrdiff_t i = mp ? load_memo_find(*mp, sh) : -1;
+    enum gm_status st;
+    if (i >= 0) {
+        *gap = (*mp)->ent[i].gap;
+        *allocated = (*mp)->ent[i].allocated;
+        return GM_OK;
+    }
+    if ((st = ls_run(sh, gap, allocated, err)) != GM_OK || !mp)
+        return st;
+    load_memo_put(mp, sh, *gap, *allocated);
+    if (*mp)
+        (*mp)->runs++;
+    return GM_OK;
+}
+
+static enum gm_status load_replay(const struct gm_model *m, const struct gm_quant *q, bool marlin,
+                                  bool temporaries, uint64_t t, uint64_t pp,
+                                  struct est_load_memo **memo, uint64_t *gap, uint64_t *allocated,
+                                  const char **why, struct gm_error *err)
+{
+    struct ls_shape sh;
+    const char *skip = ls_unreplayed(m, q, marlin, t, pp);
+    *gap = 0;
+    *allocated = 0;
+    if (why)
+        *why = skip;
+    if (skip)
+        return GM_OK;
+    ls_shape_of(m, q, marlin, temporaries, t, &sh);
+    return ls_run_memo(memo, &sh, gap, allocated, err);
+}
+
 enum gm_status est_vllm_load_cache_replay(const struct gm_model *m, const struct gm_quant *q,
                                           bool marlin, bool temporaries, uint64_t t, uint64_t pp,
                                           uint64_t *gap, const char **why, struct gm_error *err)
 {
     uint64_t allocated;
-    return load_replay(m, q, marlin, temporaries, t, pp, gap, &allocated, why, err);
+    return load_replay(m, q, marlin, temporaries, t, pp, NULL, gap, &allocated, why, err);
 }
 
 enum gm_status est_vllm_load(const struct gm_model *m, const struct gm_quant *q, bool marlin,
-                             uint64_t t, uint64_t pp, uint64_t *allocated, uint64_t *gap,
-                             const char **why, struct gm_error *err)
+                             uint64_t t, uint64_t pp, struct est_load_memo **memo,
+                             uint64_t *allocated, uint64_t *gap, const char **why,
+                             struct gm_error *err)
 {
-    return load_replay(m, q, marlin, true, t, pp, gap, allocated, why, err);
+    return load_replay(m, q, marlin, true, t, pp, memo, gap, allocated, why, err);
 }
 
 enum gm_status est_vllm_load_allocated(const struct gm_model *m, const struct gm_quant *q,
@@ -1186,7 +1323,7 @@ enum gm_status est_vllm_load_allocated(const struct gm_model *m, const struct gm
                                        const char **why, struct gm_error *err)
 {
     uint64_t gap;
-    return est_vllm_load(m, q, marlin, t, pp, allocated, &gap, why, err);
+    return est_vllm_load(m, q, marlin, t, pp, NULL, allocated, &gap, why, err);
 }
 
 enum gm_status est_vllm_load_cache_gap(const struct gm_model *m, const struct gm_quant *q,
@@ -1394,8 +1531,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
      * load's replay where it covers the model (est_vllm_load_allocated) */
     {
         uint64_t alloc = 0;
-        if ((st = est_vllm_load(m, cx->quant, vllm_gptq_marlin(cx), t, pp, &alloc, &load_gap,
-                                &load_why, err)) != GM_OK)
+        if ((st = est_vllm_load(m, cx->quant, vllm_gptq_marlin(cx), t, pp, cx->loads, &alloc,
+                                &load_gap, &load_why, err)) != GM_OK)
             return st;
         if (alloc) {
             if (cx->bound == EST_POINT)

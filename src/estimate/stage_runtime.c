@@ -35,47 +35,63 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The NCCL communicators of one rank, one per process group it talks in, and the ranks of
- * each group ('ranks', room for EST_NCCL_MAX_COMMS); returns how many.  The data-parallel
- * group's ranks are tp apart (tensor parallelism innermost), so a node holds gpus_per_node / tp
- * of them; 'dp_group' says which entry that is (or EST_NCCL_MAX_COMMS). */
-static size_t nccl_groups(const struct gm_job *j, uint64_t dp, uint64_t *ranks, size_t *dp_group)
+/* The NCCL communicators of one rank, one per process group it talks in: the ranks of each
+ * group ('ranks') and how far apart in the global order its ranks are ('apart'), room for
+ * EST_NCCL_MAX_COMMS each; returns how many.  A node holds gpus_per_node / apart of a group's
+ * ranks.  Tensor parallelism is innermost (Megatron's order "tp-cp-ep-dp-pp"), so the
+ * data-parallel group's ranks are tp apart, and so are the expert-parallel group's: Megatron
+ * builds that group with a RankGenerator of the experts' tensor parallelism, which is the
+ * model's unless given ("if expert_tensor_parallel_size is None: expert_tensor_parallel_size =
+ * tensor_model_parallel_size", initialize_model_parallel, NVIDIA/Megatron-LM
+ * megatron/core/parallel_state.py @ 00caa53), and ep within it before dp. */
+static size_t nccl_groups(const struct gm_job *j, uint64_t dp, uint64_t *ranks, uint64_t *apart)
 {
     const struct gm_job_parallel *p = &j->parallel;
+    uint64_t tp = p->tp ? p->tp : 1;
     size_t n = 0;
-    *dp_group = EST_NCCL_MAX_COMMS;
     /* serving engines: pynccl + torch's device group per TP group, one for the pipeline */
     if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_SGLANG) {
         if (p->tp > 1) {
+            apart[n] = 1;
             ranks[n++] = p->tp;
+            apart[n] = 1;
             ranks[n++] = p->tp;
         }
-        if (p->pp > 1)
+        if (p->pp > 1) {
+            apart[n] = 1;
             ranks[n++] = p->pp;
+        }
         return n;
     }
     if (p->gpus <= 1 || (j->mode != GM_EST_TRAIN && p->tp <= 1))
         return 0;
     if (dp > 1) {
-        *dp_group = n;
+        apart[n] = tp;
         ranks[n++] = dp;
     }
-    if (p->tp > 1)
+    if (p->tp > 1) {
+        apart[n] = 1;
         ranks[n++] = p->tp;
-    if (p->pp > 1) /* torch's send/recv: one communicator per pair of neighbours */
+    }
+    if (p->pp > 1) { /* torch's send/recv: one communicator per pair of neighbours */
+        apart[n] = 1;
         ranks[n++] = 2;
-    if (p->ep > 1)
+    }
+    if (p->ep > 1) {
+        apart[n] = tp;
         ranks[n++] = p->ep;
-    if (!n)
+    }
+    if (!n) {
+        apart[n] = 1;
         ranks[n++] = p->gpus;
+    }
     return n;
 }
 
 static uint64_t nccl_communicators(const struct gm_job *j, uint64_t dp)
 {
-    uint64_t ranks[EST_NCCL_MAX_COMMS];
-    size_t dp_group;
-    return nccl_groups(j, dp, ranks, &dp_group);
+    uint64_t ranks[EST_NCCL_MAX_COMMS], apart[EST_NCCL_MAX_COMMS];
+    return nccl_groups(j, dp, ranks, apart);
 }
 
 /* The most threads one SM of a compute capability keeps resident (the CUDA C++ Programming
@@ -418,15 +434,14 @@ uint64_t est_nccl_lib_bytes(enum est_bound bound)
 }
 
 /* The rule at one end of the range: the device code once and every communicator's memory. */
-static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, size_t n, size_t dp_group,
-                          enum est_bound b)
+static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, const uint64_t *apart,
+                          size_t n, enum est_bound b)
 {
     const struct gm_job *j = cx->job;
     uint64_t gpn = cx->e->layout.gpus_per_node ? cx->e->layout.gpus_per_node : 1;
-    uint64_t tp = j->parallel.tp ? j->parallel.tp : 1;
     uint64_t bytes = est_nccl_lib_bytes(b);
     for (size_t i = 0; i < n; i++) {
-        uint64_t on_node = i == dp_group ? (gpn / tp ? gpn / tp : 1) : gpn;
+        uint64_t on_node = gpn / apart[i] ? gpn / apart[i] : 1;
         struct est_nccl_comm c = {
             .local_ranks = ranks[i] < on_node ? ranks[i] : on_node,
             .link = j->gpu.link,
@@ -450,16 +465,16 @@ static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, size_t n, s
 uint64_t est_nccl_bytes(struct est_ctx *cx)
 {
     const struct gm_job *j = cx->job;
-    uint64_t ranks[EST_NCCL_MAX_COMMS];
-    size_t dp_group, comms = nccl_groups(j, est_data_parallel(j), ranks, &dp_group);
+    uint64_t ranks[EST_NCCL_MAX_COMMS], apart[EST_NCCL_MAX_COMMS];
+    size_t comms = nccl_groups(j, est_data_parallel(j), ranks, apart);
     if (!comms || est_allocator(j) == EST_ALLOC_GGML)
         return 0;
     if (est_given(j, EST_SET_NCCL))
         return gm_mul_sat(j->runtime.nccl_bytes, comms);
     return est_round(est_uncertain(cx, GM_UNCERTAIN_NCCL, false,
-                                   (double)nccl_rule(cx, ranks, comms, dp_group, EST_POINT),
-                                   (double)nccl_rule(cx, ranks, comms, dp_group, EST_LOW),
-                                   (double)nccl_rule(cx, ranks, comms, dp_group, EST_HIGH)));
+                                   (double)nccl_rule(cx, ranks, apart, comms, EST_POINT),
+                                   (double)nccl_rule(cx, ranks, apart, comms, EST_LOW),
+                                   (double)nccl_rule(cx, ranks, apart, comms, EST_HIGH)));
 }
 
 /* AsyncTP's SymmetricMemory workspace: one buffer per TP group, grown to the largest request

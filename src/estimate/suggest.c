@@ -1002,8 +1002,10 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
     sx.job = job;
     sx.base = base;
     sx.alone = alone;
-    /* the candidates' replays start from the base's (a larger GPU replays the same job) */
+    /* the candidates' replays start from the base's (a larger GPU replays the same job, and
+     * loads the same model) */
     est_replay_memo_copy(&sx.scratch->store->replays, base->store->replays);
+    est_load_memo_copy(&sx.scratch->store->loads, base->store->loads);
     /* every change alone, on the hardware the job has, then with more */
     for (size_t i = 0; i < N_CANDIDATES && n_tried < MAX_TRIED; i++) {
         struct tried *t = &tried[n_tried];

@@ -111,11 +111,31 @@ static size_t check_node(const struct gm_btree *t, const struct gm_btree_node *x
     return n;
 }
 
+/* every finger is NULL or a leaf of the tree, which holds an entry: the inline fast paths
+ * (gm_btree_insert_finger, gm_btree_seek) read a finger's keys without testing for an empty
+ * leaf; a node given back to the pool keeps no finger */
+static void check_fingers(const struct gm_btree *t)
+{
+    for (unsigned f = 0; f < GM_BTREE_FINGERS; f++) {
+        const struct gm_btree_node *x[2] = {t->insert_finger[f], t->seek_finger[f]};
+        for (size_t k = 0; k < 2; k++) {
+            const struct gm_btree_node *leaf = t->head;
+            if (!x[k])
+                continue;
+            while (leaf && leaf != x[k])
+                leaf = leaf->next;
+            assert_ptr_equal(leaf, x[k]);
+            assert_true(leaf->n >= 1);
+        }
+    }
+}
+
 static void check_tree(const struct gm_btree *t, const struct ref *r)
 {
     const struct gm_btree_node *leaf = t->head;
     size_t i = 0;
     assert_int_equal(t->n, r->n);
+    check_fingers(t);
     if (!t->root) {
         assert_int_equal(r->n, 0);
         assert_null(t->head);

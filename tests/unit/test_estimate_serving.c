@@ -1524,6 +1524,50 @@ static void test_vllm_weights_allocated(void **state)
     assert_string_equal(why, "mixture-of-experts models");
 }
 
+/* The load is replayed once per shape of the job, not once per run: the point estimate and
+ * the two ends of its range (which change none of its inputs) share one replay, a run of the
+ * same job into the same estimate answers from it, and a job of another shape (tp 2) replays
+ * once more.  What the estimate keeps is what a fresh replay gives: the weights at every
+ * bound, and the allocated bytes and the cache gap for tp 2. */
+static void test_vllm_load_once_per_shape(void **state)
+{
+    const struct gm_model *m = gm_model_catalog_find("microsoft/phi-4");
+    const char *job = "--infer --engine vllm --quant gptq --vllm-version 0.6.5 --gpu-memory 79.25 "
+                      "--gpu-memory-utilization 0.15 --max-model-len 2048";
+    char settings[256];
+    struct gm_estimate *e = NULL;
+    struct gm_error err;
+    struct gm_quant q;
+    struct gm_job j;
+    uint64_t alloc, gap, kept_alloc, kept_gap;
+    (void)state;
+    gptq_4bit_g128(&q);
+    assert_int_equal(est_vllm_load_allocated(m, &q, true, 1, 1, &alloc, NULL, &err), GM_OK);
+    job_make("microsoft/phi-4", job, &j);
+    run(&j, &e);
+    assert_int_equal(est_vllm_load_runs(e), 1);
+    assert_int_equal(gm_estimate_kind_bytes(e, GM_KIND_WEIGHTS), alloc);
+    for (size_t k = 0; k < 2; k++)
+        assert_int_equal(gm_estimate_kind_bytes(e->store->ends[k], GM_KIND_WEIGHTS), alloc);
+    run(&j, &e);
+    assert_int_equal(est_vllm_load_runs(e), 1);
+    snprintf(settings, sizeof settings, "%s --gpus 2 --tp 2", job);
+    job_make("microsoft/phi-4", settings, &j);
+    run(&j, &e);
+    assert_int_equal(est_vllm_load_runs(e), 2);
+    run(&j, &e);
+    assert_int_equal(est_vllm_load_runs(e), 2);
+    assert_int_equal(est_vllm_load(m, &q, true, 2, 1, NULL, &alloc, &gap, NULL, &err), GM_OK);
+    assert_int_equal(
+        est_vllm_load(m, &q, true, 2, 1, &e->store->loads, &kept_alloc, &kept_gap, NULL, &err),
+        GM_OK);
+    assert_int_equal(est_vllm_load_runs(e), 2);
+    assert_int_equal(kept_alloc, alloc);
+    assert_int_equal(kept_gap, gap);
+    assert_true(gap > 0);
+    gm_estimate_free(e);
+}
+
 static void test_vllm_load_cache_gap(void **state)
 {
     /* vLLM 0.6.5 and 0.6.6 subtract the allocated, not the reserved, bytes from the device's
@@ -2103,6 +2147,7 @@ int main(void)
         cmocka_unit_test(test_vllm_profile_reserve),
         cmocka_unit_test(test_vllm_non_torch_by_version),
         cmocka_unit_test(test_vllm_load_cache_gap),
+        cmocka_unit_test(test_vllm_load_once_per_shape),
         cmocka_unit_test(test_vllm_weights_allocated),
         cmocka_unit_test(test_vllm_profile_sampler_by_runner),
         cmocka_unit_test(test_vllm_budget_from_cuda_total),

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "estimate/estimate_int.h"
 #include "gpumem/arena.h"
 #include "gpumem/estimate.h"
 #include "gpumem/internal/alloc_hooks.h"
@@ -228,6 +229,9 @@ static void test_lora_estimate(void **state)
 static void test_sharding(void **state)
 {
     const struct gm_model *m = gm_model_catalog_find("Meta-Llama-3-8B");
+    /* ZeRO-3's one data-parallel communicator: 8 ranks on the node, no GPU given (PCIe's
+     * channels, no NVLS), peer access, cuMem (PyTorch >= 2.2, the version not given) */
+    const struct est_nccl_comm dp8 = {8, GM_GPU_LINK_PCIE, 0, true, true};
     struct gm_job j;
     struct gm_error e;
     uint64_t w;
@@ -250,10 +254,13 @@ static void test_sharding(void **state)
     assert_true(z3->peak_allocated_bytes < z2->peak_allocated_bytes);
     assert_true(z2->peak_allocated_bytes < z1->peak_allocated_bytes);
     assert_true(z1->peak_allocated_bytes < one->peak_allocated_bytes);
-    /* NCCL's buffers are their own kind outside the allocator, not workspace; PyTorch's
-     * cuBLAS workspaces are inside it, whole on every rank */
+    /* NCCL's buffers are their own kind outside the allocator, not workspace, by NCCL's rule:
+     * the device code and the one communicator; PyTorch's cuBLAS workspaces are inside it,
+     * whole on every rank */
     assert_int_equal(z3->layout.nccl_communicators, 1);
-    assert_true(gm_estimate_kind_bytes(z3, GM_KIND_NCCL) > 0);
+    assert_int_equal(z3->layout.gpus_per_node, 8);
+    assert_int_equal(gm_estimate_kind_bytes(z3, GM_KIND_NCCL),
+                     est_nccl_lib_bytes(EST_POINT) + est_nccl_comm_bytes(&dp8, EST_POINT));
     assert_int_equal(gm_estimate_kind_bytes(z3, GM_KIND_WORKSPACE), 0);
     assert_int_equal(gm_estimate_kind_bytes(z3, GM_KIND_TORCH_WORKSPACE),
                      gm_estimate_kind_bytes(one, GM_KIND_TORCH_WORKSPACE));

@@ -1453,6 +1453,32 @@ static void test_nccl_rule(void **state)
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), GM_GIB);
 }
 
+/* The expert-parallel group's ranks are tp apart, as the data-parallel group's are (Megatron
+ * builds it with the experts' tensor parallelism innermost, the model's tp by default): at tp 4
+ * on nodes of 8 GPUs, a node holds 2 of an EP group's 4 ranks, a pair, not a group of four.
+ * The rule's value is the device code and one communicator for each group: dp 4 (a pair on the
+ * node), tp 4 (all four), ep 4 (a pair).  On nodes of 16 the whole EP group is on the node. */
+static void test_nccl_expert_group(void **state)
+{
+    struct est_nccl_comm pair = {2, GM_GPU_LINK_NVLINK, 90, true, true};
+    struct est_nccl_comm four = {4, GM_GPU_LINK_NVLINK, 90, true, true};
+    struct gm_estimate *e = NULL;
+    (void)state;
+    run("qwen3-30b-a3b", "--train --seq 2048 --gpu H100 --gpus 16 --gpus-per-node 8 --tp 4 --ep 4",
+        &e);
+    assert_int_equal(e->layout.nccl_communicators, 3);
+    assert_int_equal(gm_estimate_kind_bytes(e, GM_KIND_NCCL),
+                     est_nccl_lib_bytes(EST_POINT) + 2 * est_nccl_comm_bytes(&pair, EST_POINT) +
+                         est_nccl_comm_bytes(&four, EST_POINT));
+    /* all on one node: dp's 4 ranks and ep's 4 each a group of four */
+    run("qwen3-30b-a3b", "--train --seq 2048 --gpu H100 --gpus 16 --gpus-per-node 16 --tp 4 --ep 4",
+        &e);
+    assert_int_equal(gm_estimate_kind_bytes(e, GM_KIND_NCCL),
+                     est_nccl_lib_bytes(EST_POINT) + 3 * est_nccl_comm_bytes(&four, EST_POINT));
+    assert_true(est_nccl_comm_bytes(&four, EST_POINT) > est_nccl_comm_bytes(&pair, EST_POINT));
+    gm_estimate_free(e);
+}
+
 /* vLLM: what the budget charges, per version range; pipeline stages hold their layers.  The
  * context the global versions count is the H100's own, by its SMs (est_cuda_bare_context_bytes:
  * 8 MiB + 1986 B x 132 SMs x 2048 threads). */
@@ -1797,6 +1823,7 @@ int main(void)
         cmocka_unit_test(test_ranges_and_verdict),
         cmocka_unit_test(test_runtime),
         cmocka_unit_test(test_nccl_rule),
+        cmocka_unit_test(test_nccl_expert_group),
         cmocka_unit_test(test_vllm_versions),
         cmocka_unit_test(test_context_parallel),
         cmocka_unit_test(test_pipeline_with_fsdp),
