@@ -480,6 +480,8 @@ struct gm_job_stack {
                                       the 8-bit optimizers quantise in blocks of 2048, not 256 */
     uint32_t torch;                /* PyTorch: before 2.0 a for-loop optimizer step and
                                       zero_grad() to zeros by default */
+    uint32_t trl;                  /* TRL: from 0.7.5 SFTTrainer casts a bf16 QLoRA model's
+                                      embeddings and lm_head back to bf16 after PEFT's upcast */
 };
 
 /* How the GPUs of one board's servers reach each other: it sets how many channels NCCL opens

@@ -58,7 +58,7 @@
     X(CHUNKED_PREFILL_SIZE) X(N_GPU_LAYERS) X(N_CPU_MOE) X(NGL_OUTPUT_LAST) X(STACK) \
     X(KV_CACHE_MEMORY_BYTES) X(FLOAT8) X(IMAGES) X(IMAGE_SIZE) X(TARGET_SEQ) X(LOSS_IMPL) \
     X(FSDP_SHARD_ENDS) X(STATIC_CACHE) X(MODEL_IMPL) X(QUANT_KERNEL) X(FLASHINFER_SAMPLER) X(KV_CPY) \
-    X(CP) X(TORCH_VERSION)
+    X(CP) X(TORCH_VERSION) X(TRL_VERSION)
 /* clang-format on */
 
 enum est_setting {
@@ -717,6 +717,9 @@ bool est_fused_lora_runs(const struct gm_job *job, unsigned t);
 /* Bytes per parameter of a frozen base's parameters that are not quantised (embeddings,
  * lm_head, norms): fp32 with QLoRA's fp32 upcast or --precision fp32, else 16-bit. */
 unsigned est_frozen_rest_bytes(const struct gm_job *job);
+/* QLoRA under TRL's SFTTrainer (--trl-version >= 0.7.5, bf16 AMP, not sharded, an HF Llama
+ * layout): the embeddings and lm_head back in bf16 after PEFT's fp32 upcast, the norms fp32. */
+bool est_trl_casts_embeddings_bf16(const struct gm_job *job, const struct gm_model *m);
 /* The fragmentation factor the job's allocator has: PyTorch's caching allocator for
  * training and transformers inference; none for engines that preallocate exact buffers. */
 double est_fragmentation(const struct gm_job *job);

@@ -462,6 +462,12 @@ static enum gm_status set_bnb_version(struct gm_job *j, const union gm_job_value
     return parse_version("bitsandbytes-version", v->text, &j->stack.bitsandbytes, err);
 }
 
+static enum gm_status set_trl_version(struct gm_job *j, const union gm_job_value *v,
+                                      struct gm_error *err)
+{
+    return parse_version("trl-version", v->text, &j->stack.trl, err);
+}
+
 /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
 
 /* --quant: the scheme and its variant, in the order of quant_choices. */
@@ -919,6 +925,11 @@ static const struct gm_job_setting settings[] = {
                 "PyTorch (training before 2.0: for-loop optimizer step, zero_grad() to zeros; "
                 "vLLM on Hopper before 2.8.1: MXFP4 experts unswizzled; default current)",
                 RUN, set_torch_version),
+    [EST_SET_TRL_VERSION] =
+        TEXT_FN("trl-version", "V",
+                "TRL, whose SFTTrainer prepares the PEFT model (QLoRA: from 0.7.5 its embeddings "
+                "and lm_head back to bf16; default none)",
+                TRAIN, set_trl_version),
     /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     [EST_SET_QUANT] =
         {"quant", GM_JOB_CHOICE, NULL,
@@ -1514,6 +1525,34 @@ unsigned est_frozen_rest_bytes(const struct gm_job *j)
     if (j->numerics.precision == GM_PREC_FP32)
         return 4;
     return j->memory.adapter == GM_ADAPTER_QLORA && j->memory.lora.fp32_upcast ? 4 : 2;
+}
+
+/* TRL's SFTTrainer, given a PEFT config and a 4-bit model (trl/trainer/sft_trainer.py,
+ * SFTTrainer.__init__, read at v0.7.5 0c77f98, v0.13.0 8d4cc94 l. 182-233 and v0.21.0):
+ * prepare_model_for_kbit_training (PEFT: every parameter that is not 4-bit to fp32),
+ * get_peft_model, then with args.bf16 peft_module_casting_to_bf16 (trl/trainer/utils.py, v0.13.0
+ * l. 872): modules whose name holds "norm" to fp32, and those named "lm_head", "embed_tokens",
+ * "wte" or "wpe" whose weight is fp32 back to bf16.  From 0.8.0 (PR #1416) neither runs where
+ * the 4-bit weights sit on the CPU or the meta device (QLoRA under FSDP or ZeRO-3; QLoRA under
+ * them came with that release), so a sharded job keeps the rule it had.  The module names
+ * read are the HF Llama layout's (modeling_mistral.py at 005a187: model.embed_tokens,
+ * lm_head; Llama's and Mixtral's the same); other layouts are not read and keep the upcast. */
+bool est_trl_casts_embeddings_bf16(const struct gm_job *j, const struct gm_model *m)
+{
+    if (!m || j->memory.adapter != GM_ADAPTER_QLORA || !j->memory.lora.fp32_upcast)
+        return false;
+    if (j->stack.trl < GM_VERSION(0, 7, 5) || j->numerics.precision != GM_PREC_BF16_MIXED)
+        return false;
+    if (j->parallel.shard == GM_SHARD_FSDP || j->parallel.shard == GM_SHARD_ZERO3)
+        return false;
+    switch (m->arch) {
+    case GM_ARCH_LLAMA:
+    case GM_ARCH_MISTRAL:
+    case GM_ARCH_MIXTRAL:
+        return true;
+    default:
+        return false;
+    }
 }
 
 uint64_t est_data_parallel(const struct gm_job *j)

@@ -133,6 +133,7 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
     const struct gm_model *m = cx->m;
     struct gm_estimate *e = cx->e;
     bool qlora = j->memory.adapter == GM_ADAPTER_QLORA;
+    bool trl_cast = est_trl_casts_embeddings_bf16(j, m);
     uint64_t n = cx->n, pa, frozen_bytes, adapter_b, per_target_act = 0, quantised = 0, consts = 0;
     unsigned ab = est_adapter_bytes(j), sb, ntargets = 0, rest_b = est_frozen_rest_bytes(j);
     unsigned ea = est_weight_elem_bytes(j->numerics.precision);
@@ -187,13 +188,22 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
         quantised = f.quantised;
         consts = f.constants;
         frozen_bytes = f.bytes;
+        if (trl_cast) {
+            /* the embedding and the unquantised lm_head were counted at rest_b (fp32) */
+            uint64_t head = nf4.lm_head ? 0 : cx->pc.lm_head;
+            uint64_t cast = gm_mul_sat(gm_add_sat(cx->pc.embedding, head), rest_b - 2);
+            frozen_bytes = frozen_bytes > cast ? frozen_bytes - cast : 0;
+        }
         e->lora.nf4_constant_bytes = consts;
         snprintf(note, sizeof note,
                  "%llu linear weights in NF4 (0.5 B) + %llu B of %s constants, %llu other params "
                  "in %s",
                  (unsigned long long)quantised, (unsigned long long)consts,
                  lo->double_quant ? "double-quantised" : "fp32 absmax",
-                 (unsigned long long)(n - quantised), rest_b == 4 ? "fp32" : "bf16");
+                 (unsigned long long)(n - quantised),
+                 trl_cast      ? "fp32 (embeddings and lm_head bf16)"
+                 : rest_b == 4 ? "fp32"
+                               : "bf16");
     } else if (cx->quant && cx->format_bytes) {
         /* ---- weight formats: adapters on a quantised base (GPTQ-LoRA) ---- */
         frozen_bytes = cx->format_bytes;
@@ -319,14 +329,22 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                                      "successor) during its matmul",
                           err)))
             return st;
-        est_assume(e,
-                   "QLoRA: NF4 blocks of %llu, %s (bitsandbytes, bf16 compute); "
-                   "embeddings, %snorms, biases in %s",
-                   (unsigned long long)(lo->block ? lo->block : 64),
-                   lo->double_quant ? "double quantisation" : "fp32 absmax",
-                   est_bnb_lightning(j) ? "" : "lm_head, ",
-                   rest_b == 4 ? "fp32 (PEFT prepare_model_for_kbit_training)"
-                               : "bf16 (--no-fp32-upcast)");
+        if (trl_cast)
+            est_assume(e,
+                       "QLoRA: NF4 blocks of %llu, %s (bitsandbytes, bf16 compute); norms and "
+                       "biases in fp32 (PEFT prepare_model_for_kbit_training), embeddings and "
+                       "lm_head cast back to bf16 (TRL's SFTTrainer, peft_module_casting_to_bf16)",
+                       (unsigned long long)(lo->block ? lo->block : 64),
+                       lo->double_quant ? "double quantisation" : "fp32 absmax");
+        else
+            est_assume(e,
+                       "QLoRA: NF4 blocks of %llu, %s (bitsandbytes, bf16 compute); "
+                       "embeddings, %snorms, biases in %s",
+                       (unsigned long long)(lo->block ? lo->block : 64),
+                       lo->double_quant ? "double quantisation" : "fp32 absmax",
+                       est_bnb_lightning(j) ? "" : "lm_head, ",
+                       rest_b == 4 ? "fp32 (PEFT prepare_model_for_kbit_training)"
+                                   : "bf16 (--no-fp32-upcast)");
     }
     est_assume(e,
                "LoRA: %llu trainable parameters (%.3f%% of %llu), adapters %s with "

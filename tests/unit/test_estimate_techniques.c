@@ -527,6 +527,54 @@ static void test_torchtune_qlora_keeps_the_rest_bf16(void **state)
     assert_int_equal(w_peft - w_tune, 2 * rest);
 }
 
+/* TRL's SFTTrainer with a PEFT config on a 4-bit model under bf16 AMP (trl/trainer/
+ * sft_trainer.py at v0.13.0, 8d4cc94): PEFT's prepare_model_for_kbit_training upcasts every
+ * parameter that is not 4-bit to fp32, then peft_module_casting_to_bf16 (trl/trainer/utils.py)
+ * keeps the norms fp32 and casts "embed_tokens" and "lm_head" back to bf16.  Mistral-7B's
+ * frozen base is then the --no-fp32-upcast one plus the norms' 65 x 4096 at 2 B more (what the
+ * fms table's baseline QLoRA runs read against the accelerated ones beside the fp32
+ * checkpoints), and the upcast one less 2 x 32000 x 4096 x 2 B.  From TRL 0.7.5 (0c77f98); not
+ * under FSDP (from 0.8.0 TRL leaves a sharded QLoRA model as it is), nor under fp16 AMP
+ * (args.bf16 false), nor without --trl-version. */
+static void test_trl_casts_qlora_embeddings_bf16(void **state)
+{
+    const char *q = "--train --qlora --batch 1 --seq 512 --transformers-version 4.48.1";
+    const uint64_t norms = 65ull * 4096, vocab = 2ull * 32000 * 4096;
+    char args[256];
+    uint64_t w_trl, w_peft, w_none, w;
+    (void)state;
+    run("mistral-7b", q, &base);
+    w_peft = gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS);
+    snprintf(args, sizeof args, "%s --no-fp32-upcast --trl-version 0.13.0", q);
+    run("mistral-7b", args, &base);
+    w_none = gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS);
+    snprintf(args, sizeof args, "%s --trl-version 0.13.0", q);
+    run("mistral-7b", args, &with);
+    w_trl = gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS);
+    assert_int_equal(w_peft - w_trl, 2 * vocab);
+    assert_int_equal(w_trl - w_none, 2 * norms);
+    /* the allocated peak carries the difference (the weights are live at every moment) */
+    run("mistral-7b", q, &base);
+    assert_int_equal(base->peak_allocated_bytes - with->peak_allocated_bytes, 2 * vocab);
+    /* 0.7.5 is the first release that casts; 0.7.4 and fp16 AMP keep PEFT's fp32 */
+    snprintf(args, sizeof args, "%s --trl-version 0.7.5", q);
+    run("mistral-7b", args, &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS), w_trl);
+    snprintf(args, sizeof args, "%s --trl-version 0.7.4", q);
+    run("mistral-7b", args, &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS), w_peft);
+    snprintf(args, sizeof args, "%s --trl-version 0.13.0 --precision fp16-mixed", q);
+    run("mistral-7b", args, &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS), w_peft);
+    /* under FSDP the sharded model is left as it is: the same as without TRL */
+    snprintf(args, sizeof args, "%s --gpus 2 --fsdp", q);
+    run("mistral-7b", args, &base);
+    w = gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS);
+    snprintf(args, sizeof args, "%s --gpus 2 --fsdp --trl-version 0.13.0", q);
+    run("mistral-7b", args, &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS), w);
+}
+
 /* --torch-version before 2.0: torch.optim's default step is the for-loop (foreach became the
  * default on CUDA in 2.0, pytorch/pytorch PR #92306) and Optimizer.zero_grad() zeroes the
  * gradients in place (set_to_none defaults to True from 2.0, PR #92731): the same job as
@@ -1799,6 +1847,7 @@ int main(void)
         cmocka_unit_test(test_loss_in_the_model),
         cmocka_unit_test(test_stack_presets),
         cmocka_unit_test(test_torchtune_qlora_keeps_the_rest_bf16),
+        cmocka_unit_test(test_trl_casts_qlora_embeddings_bf16),
         cmocka_unit_test(test_torch_version_before_2_defaults),
         cmocka_unit_test(test_compiled_loss_keeps_logits_and_new_gradient),
         cmocka_unit_test(test_torchtitan_compiled_loss),
