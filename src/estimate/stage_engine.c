@@ -453,22 +453,34 @@ static uint64_t vllm_awq_dequant_peak(const struct gm_model *m, uint64_t tokens,
  * "[1, 2, 4] + [i for i in range(8, cuda_graph_sizes[0] + 1, 8)]" (vllm/config.py), so 1, 2
  * and 4 whatever the top; from 0.11 (vllm/config/vllm.py, set_cudagraph_sizes) 1, 2, 4 only up
  * to the top ("i for i in [1, 2, 4] if i <= max_cudagraph_capture_size") and the step 16 from
- * 256 on.  V1 keeps only sizes up to max_num_batched_tokens. */
+ * 256 on.  V1 keeps only sizes up to max_num_batched_tokens.  gpt-oss raises the top to 1024
+ * with the step 16 from 256 on in every version that serves it (0.10.1 on), whatever
+ * max_num_seqs is, unless the sizes are given (GptOssForCausalLMConfig.verify_and_update_config,
+ * vllm/model_executor/models/config.py: "Increase the max capture size from 512 to 1024 ...
+ * from 67 to 83"; the 0.10.1.1 log of row v028 prints "Overriding max cuda graph capture size
+ * to 1024" and 83 sizes 1024, 1008, ..., 272, 256, 248, ..., 8, 4, 2, 1). */
+#define VLLM_GRAPH_TOP_GPT_OSS 1024
+
 static uint64_t graph_sizes_upto(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
                                  uint64_t limit, uint64_t *largest)
 {
     uint32_t ver = j->stack.vllm;
+    const struct gm_model *m = j->model.model;
     bool v0 = vllm_era_v0(vllm_era(ver)), small_always = false;
+    bool gpt_oss = !v0 && m && m->arch == GM_ARCH_GPT_OSS;
+    bool step16 = !ver || ver >= GM_VERSION(0, 11, 0) || gpt_oss;
     uint64_t top = 512, n = 0, last = 0;
     if (v0) {
         top = seqs <= 2 ? seqs : seqs <= 4 ? 4 : est_div_up(seqs, 8) * 8;
         if (top > 256)
             top = 256;
+    } else if (gpt_oss) {
+        top = VLLM_GRAPH_TOP_GPT_OSS;
     } else if (!ver || ver >= GM_VERSION(0, 10, 0)) {
         top = 2 * seqs < 512 ? 2 * seqs : 512;
         small_always = ver && ver < GM_VERSION(0, 11, 0);
     }
-    for (uint64_t b = 1; b <= 512;) {
+    for (uint64_t b = 1; b <= VLLM_GRAPH_TOP_GPT_OSS;) {
         bool in = (b <= top || (small_always && b <= 4)) && b <= limit;
         if (in && (v0 || b <= tokens)) {
             n++;
@@ -476,8 +488,7 @@ static uint64_t graph_sizes_upto(const struct gm_job *j, uint64_t tokens, uint64
         }
         if (b > top && b >= 4)
             break;
-        b = b < 8 ? (b == 4 ? 8 : 2 * b)
-                  : b + ((!ver || ver >= GM_VERSION(0, 11, 0)) && b >= 256 ? 16 : 8);
+        b = b < 8 ? (b == 4 ? 8 : 2 * b) : b + (step16 && b >= 256 ? 16 : 8);
     }
     *largest = last;
     return n;

@@ -2013,6 +2013,18 @@ static void test_vllm_graph_capture_by_version(void **state)
     assert_int_equal(est_vllm_graph_sizes(&j, 2048, 16, &top), 7);
     assert_int_equal(top, 32);
 
+    /* gpt-oss raises the top to 1024, step 16 from 256, whatever max_num_seqs is
+     * (GptOssForCausalLMConfig; row v028's 0.10.1.1 log: "Overriding max cuda graph capture
+     * size to 1024", 83 sizes), still only up to the batched tokens */
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 256, &top), 83);
+    assert_int_equal(top, 1024);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 83);
+    assert_int_equal(est_vllm_graph_sizes(&j, 512, 256, &top), 3 + 31 + 17);
+    assert_int_equal(top, 512);
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.11.0 --gpu H100", &j);
+    assert_int_equal(est_vllm_graph_sizes(&j, 8192, 256, &top), 83);
+
     /* full-model graphs: from 0.11 (FULL_AND_PIECEWISE) one per decode size up to
      * max_num_seqs (v038's log: "PIECEWISE=7 (largest=32), FULL=5 (largest=16)"; v029's 0.11.0
      * log: 35 piecewise sizes and 19 full ones at max_num_seqs 128); none in V1 before 0.11;
