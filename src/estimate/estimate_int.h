@@ -617,6 +617,25 @@ uint64_t est_vllm_graph_sizes(const struct gm_job *job, uint64_t tokens, uint64_
 /* The full-model CUDA graphs vLLM captures: one per size in V0, one per decode batch size up
  * to max_num_seqs in V1 from 0.11 (FULL_AND_PIECEWISE), none in V1 before. */
 uint64_t est_vllm_full_graphs(const struct gm_job *job, uint64_t tokens, uint64_t seqs);
+/* Where vLLM runs an all-reduce captured in its CUDA graphs (stage_engine.c). */
+enum est_vllm_graph_ar {
+    EST_VLLM_GRAPH_AR_CUSTOM,    /* vLLM's custom all-reduce kernel on IPC-registered inputs */
+    EST_VLLM_GRAPH_AR_NCCL_NODE, /* NCCL within a node (P2P or SHM transport) */
+    EST_VLLM_GRAPH_AR_NCCL_NET,  /* NCCL across nodes (network transport, proxy callback) */
+    EST_VLLM_GRAPH_AR_PATHS
+};
+/* The path's display text, the graph bytes one captured all-reduce of it adds, and the
+ * validation rows that figure is read from (static storage). */
+const char *est_vllm_graph_ar_name(enum est_vllm_graph_ar path);
+uint64_t est_vllm_graph_ar_bytes(enum est_vllm_graph_ar path);
+const char *est_vllm_graph_ar_fit_on(enum est_vllm_graph_ar path);
+/* The all-reduces vLLM captures in all its CUDA graphs on one GPU of 'job' (2 x layers + 1 in
+ * each size's graphs at tp >= 2, none at tp 1), by path into n[]: the custom all-reduce where
+ * 'custom_ar' (enabled for the job) and the input is under its max_size, else NCCL, across
+ * nodes where 'spans_nodes'.  Returns the graph memory they add. */
+uint64_t est_vllm_graph_allreduces(const struct gm_job *job, uint64_t tokens, uint64_t seqs,
+                                   bool custom_ar, bool spans_nodes,
+                                   uint64_t n[EST_VLLM_GRAPH_AR_PATHS]);
 /* Whether vLLM V1 captures no full decode graphs for the job's attention backend (TRITON_MLA
  * below compute capability 9.0, from 0.11 as a version given). */
 bool est_vllm_mla_piecewise_only(const struct gm_job *job);

@@ -453,22 +453,34 @@ static uint64_t vllm_awq_dequant_peak(const struct gm_model *m, uint64_t tokens,
  * "[1, 2, 4] + [i for i in range(8, cuda_graph_sizes[0] + 1, 8)]" (vllm/config.py), so 1, 2
  * and 4 whatever the top; from 0.11 (vllm/config/vllm.py, set_cudagraph_sizes) 1, 2, 4 only up
  * to the top ("i for i in [1, 2, 4] if i <= max_cudagraph_capture_size") and the step 16 from
- * 256 on.  V1 keeps only sizes up to max_num_batched_tokens. */
+ * 256 on.  V1 keeps only sizes up to max_num_batched_tokens.  gpt-oss raises the top to 1024
+ * with the step 16 from 256 on in every version that serves it (0.10.1 on), whatever
+ * max_num_seqs is, unless the sizes are given (GptOssForCausalLMConfig.verify_and_update_config,
+ * vllm/model_executor/models/config.py: "Increase the max capture size from 512 to 1024 ...
+ * from 67 to 83"; the 0.10.1.1 log of row v028 prints "Overriding max cuda graph capture size
+ * to 1024" and 83 sizes 1024, 1008, ..., 272, 256, 248, ..., 8, 4, 2, 1). */
+#define VLLM_GRAPH_TOP_GPT_OSS 1024
+
 static uint64_t graph_sizes_upto(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
                                  uint64_t limit, uint64_t *largest)
 {
     uint32_t ver = j->stack.vllm;
+    const struct gm_model *m = j->model.model;
     bool v0 = vllm_era_v0(vllm_era(ver)), small_always = false;
+    bool gpt_oss = !v0 && m && m->arch == GM_ARCH_GPT_OSS;
+    bool step16 = !ver || ver >= GM_VERSION(0, 11, 0) || gpt_oss;
     uint64_t top = 512, n = 0, last = 0;
     if (v0) {
         top = seqs <= 2 ? seqs : seqs <= 4 ? 4 : est_div_up(seqs, 8) * 8;
         if (top > 256)
             top = 256;
+    } else if (gpt_oss) {
+        top = VLLM_GRAPH_TOP_GPT_OSS;
     } else if (!ver || ver >= GM_VERSION(0, 10, 0)) {
         top = 2 * seqs < 512 ? 2 * seqs : 512;
         small_always = ver && ver < GM_VERSION(0, 11, 0);
     }
-    for (uint64_t b = 1; b <= 512;) {
+    for (uint64_t b = 1; b <= VLLM_GRAPH_TOP_GPT_OSS;) {
         bool in = (b <= top || (small_always && b <= 4)) && b <= limit;
         if (in && (v0 || b <= tokens)) {
             n++;
@@ -476,8 +488,7 @@ static uint64_t graph_sizes_upto(const struct gm_job *j, uint64_t tokens, uint64
         }
         if (b > top && b >= 4)
             break;
-        b = b < 8 ? (b == 4 ? 8 : 2 * b)
-                  : b + ((!ver || ver >= GM_VERSION(0, 11, 0)) && b >= 256 ? 16 : 8);
+        b = b < 8 ? (b == 4 ? 8 : 2 * b) : b + (step16 && b >= 256 ? 16 : 8);
     }
     *largest = last;
     return n;
@@ -545,21 +556,138 @@ bool est_vllm_mla_piecewise_only(const struct gm_job *j)
 #define GRAPH_PIECE_BYTES      (235 * GM_KIB)
 #define GRAPH_FULL_LAYER_BYTES (173 * GM_KIB)
 
+/* The custom all-reduce's max_size: its IPC buffers' size and the largest input it reduces
+ * (should_custom_ar: "inp_size < self.max_size"; custom_all_reduce.py). */
+#define VLLM_CUSTOM_AR_MAX_SIZE (8 * GM_MIB)
+
+/* ---- the all-reduces inside the graphs (tp >= 2) ----------------------------------------------
+ *
+ * At tp >= 2 every captured graph of a size holds the model's all-reduces: one after the
+ * embedding (VocabParallelEmbedding.forward reduces the masked lookup over the ranks,
+ * vllm/model_executor/layers/vocab_parallel_embedding.py) and two per decoder layer, the
+ * attention's o_proj and the MLP's down_proj (RowParallelLinear, reduce_results) or the MoE
+ * layer's output (FusedMoE.reduce_results): 2 x layers + 1 a size, spread over its pieces (V1
+ * splits only at attention, compilation_config.splitting_ops, so vllm.all_reduce stays inside
+ * the pieces) or inside its full graph.  Where each runs (CudaCommunicator.all_reduce,
+ * vllm/distributed/device_communicators/cuda_communicator.py): the custom all-reduce where it is
+ * enabled (tp 2, 4, 6 or 8 with peer access, the group within one node) and the input is under
+ * its max_size (should_custom_ar; the input is the size's tokens x hidden, 16-bit), captured on
+ * the input's own, later IPC-registered address (CustomAllreduce.capture ->
+ * register_graph_buffers, custom_all_reduce.py @ 0ad8064); else pynccl's ncclAllReduce, which
+ * NCCL records as a persistent plan, and through the network transport (a group across nodes)
+ * with a host callback per collective that posts the proxy's operations at each replay
+ * (ncclLaunchPrepare: "We have to launch host tasks to push proxy args", hostStreamPlanCallback,
+ * src/enqueue.cc @ NVIDIA/nccl 5d3ab08).  What the driver keeps per captured collective is not
+ * read in any code: EST_VLLM_GRAPH_AR_* are the bytes each path adds, read from 0.10.1-0.10.0
+ * rows of tests/data/validation/vllm_startup_logs.csv beside the model above (its per-piece
+ * bytes fit at tp 1): NCCL within a node from v025/v026 (Qwen2.5-7B tp 2 without peer access,
+ * 0.65 GiB: 181 MiB above the tp 1 figure over 67 x 57 all-reduces), NCCL across nodes from v027
+ * (the same at one GPU per node, 1.00 GiB: 540 MiB), the custom all-reduce from v071 (Qwen3-32B,
+ * tp 8 on H100s, 1.17 GiB: 174 MiB over 67 x 129); judged on v036 and v028 (rows marked "# fit:").
+ */
+static const uint64_t vllm_graph_ar_bytes[EST_VLLM_GRAPH_AR_PATHS] = {
+    [EST_VLLM_GRAPH_AR_CUSTOM] = 21 * GM_KIB,
+    [EST_VLLM_GRAPH_AR_NCCL_NODE] = 49 * GM_KIB,
+    [EST_VLLM_GRAPH_AR_NCCL_NET] = 145 * GM_KIB,
+};
+
+/* The rows each figure is read from, named by the assumption line. */
+static const char *const vllm_graph_ar_fit_on[EST_VLLM_GRAPH_AR_PATHS] = {
+    [EST_VLLM_GRAPH_AR_CUSTOM] = "v071",
+    [EST_VLLM_GRAPH_AR_NCCL_NODE] = "v025, v026",
+    [EST_VLLM_GRAPH_AR_NCCL_NET] = "v027",
+};
+
+uint64_t est_vllm_graph_ar_bytes(enum est_vllm_graph_ar path)
+{
+    return (unsigned)path < EST_VLLM_GRAPH_AR_PATHS ? vllm_graph_ar_bytes[path] : 0;
+}
+
+const char *est_vllm_graph_ar_fit_on(enum est_vllm_graph_ar path)
+{
+    return (unsigned)path < EST_VLLM_GRAPH_AR_PATHS ? vllm_graph_ar_fit_on[path] : "";
+}
+
+const char *est_vllm_graph_ar_name(enum est_vllm_graph_ar path)
+{
+    static const char *const names[EST_VLLM_GRAPH_AR_PATHS] = {
+        [EST_VLLM_GRAPH_AR_CUSTOM] = "the custom all-reduce",
+        [EST_VLLM_GRAPH_AR_NCCL_NODE] = "NCCL within the node",
+        [EST_VLLM_GRAPH_AR_NCCL_NET] = "NCCL across nodes",
+    };
+    return (unsigned)path < EST_VLLM_GRAPH_AR_PATHS ? names[path] : "unknown";
+}
+
+/* The full graphs (est_vllm_full_graphs) of sizes up to 'limit'. */
+static uint64_t full_graphs_upto(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
+                                 uint64_t limit)
+{
+    uint32_t ver = j->stack.vllm;
+    uint64_t largest;
+    if (vllm_era_v0(vllm_era(ver)))
+        return graph_sizes_upto(j, tokens, seqs, limit, &largest);
+    if ((ver && ver < GM_VERSION(0, 11, 0)) || est_vllm_mla_piecewise_only(j))
+        return 0;
+    return graph_sizes_upto(j, tokens, seqs, seqs < limit ? seqs : limit, &largest);
+}
+
+uint64_t est_vllm_graph_allreduces(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
+                                   bool custom_ar, bool spans_nodes,
+                                   uint64_t n[EST_VLLM_GRAPH_AR_PATHS])
+{
+    const struct gm_model *m = j->model.model;
+    bool v0 = vllm_era_v0(vllm_era(j->stack.vllm));
+    uint64_t largest, per_graph, graphs, custom = 0, bytes = 0, under;
+    for (unsigned p = 0; p < EST_VLLM_GRAPH_AR_PATHS; p++)
+        n[p] = 0;
+    if (!m || j->parallel.tp < 2)
+        return 0;
+    per_graph = 2 * est_div_up(m->n_layers, j->parallel.pp) + 1;
+    graphs = (v0 ? 0 : est_vllm_graph_sizes(j, tokens, seqs, &largest)) +
+             est_vllm_full_graphs(j, tokens, seqs);
+    if (custom_ar && m->hidden) {
+        /* the largest size whose 16-bit input is under max_size */
+        under = (VLLM_CUSTOM_AR_MAX_SIZE - 1) / (2 * m->hidden);
+        custom = (v0 ? 0 : graph_sizes_upto(j, tokens, seqs, under, &largest)) +
+                 full_graphs_upto(j, tokens, seqs, under);
+    }
+    n[EST_VLLM_GRAPH_AR_CUSTOM] = gm_mul_sat(custom, per_graph);
+    n[spans_nodes ? EST_VLLM_GRAPH_AR_NCCL_NET : EST_VLLM_GRAPH_AR_NCCL_NODE] =
+        gm_mul_sat(graphs - custom, per_graph);
+    for (unsigned p = 0; p < EST_VLLM_GRAPH_AR_PATHS; p++)
+        bytes = gm_add_sat(bytes, gm_mul_sat(n[p], vllm_graph_ar_bytes[p]));
+    return bytes;
+}
+
+/* Whether the job's custom all-reduce is enabled (CustomAllreduce.__init__: a supported world
+ * size, peer access, one node) and whether its tensor-parallel group spans nodes. */
+static bool vllm_custom_ar(const struct est_ctx *cx, bool *spans_nodes)
+{
+    uint64_t t = cx->job->parallel.tp;
+    *spans_nodes = t > cx->e->layout.gpus_per_node;
+    return est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && !*spans_nodes) != 0;
+}
+
 static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint64_t seqs,
-                                 uint64_t t, uint64_t *sizes, uint64_t *largest, uint64_t *full)
+                                 uint64_t t, uint64_t *sizes, uint64_t *largest, uint64_t *full,
+                                 uint64_t ar[EST_VLLM_GRAPH_AR_PATHS])
 {
     const struct gm_job *j = cx->job;
     const struct gm_model *m = cx->m;
-    uint64_t layers = est_div_up(m->n_layers, j->parallel.pp) + 1, piecewise, pool;
+    uint64_t layers = est_div_up(m->n_layers, j->parallel.pp) + 1, piecewise, pool, ar_bytes;
+    bool spans, custom = vllm_custom_ar(cx, &spans);
     *sizes = est_vllm_graph_sizes(j, tokens, seqs, largest);
     *full = est_vllm_full_graphs(j, tokens, seqs);
     piecewise = vllm_era_v0(vllm_era(j->stack.vllm)) ? 0 : *sizes;
     pool = profile_activations(m, *largest, t);
     if (vllm_awq_plain(cx) && vllm_awq_dequant_peak(m, *largest, t) > pool)
         pool = vllm_awq_dequant_peak(m, *largest, t);
-    return gm_add_sat(gm_add_sat(gm_mul_sat(gm_mul_sat(piecewise, layers), GRAPH_PIECE_BYTES),
-                                 gm_mul_sat(gm_mul_sat(*full, layers), GRAPH_FULL_LAYER_BYTES)),
-                      pool);
+    ar_bytes = est_vllm_graph_allreduces(j, tokens, seqs, custom, spans, ar);
+    return gm_add_sat(
+        gm_add_sat(gm_add_sat(gm_mul_sat(gm_mul_sat(piecewise, layers), GRAPH_PIECE_BYTES),
+                              gm_mul_sat(gm_mul_sat(*full, layers), GRAPH_FULL_LAYER_BYTES)),
+                   pool),
+        ar_bytes);
 }
 
 /* How the job's GPUs serve it, said once: N GPUs as one copy in tensor parallelism (--gpus
@@ -803,8 +931,7 @@ static uint64_t vllm_encoder_cache(struct est_ctx *cx, uint64_t batched)
  * tensor, and the peers' buffers are mapped, not allocated). */
 #define VLLM_KERNEL_BYTES (94 * GM_MIB)
 /* The row it is read from, named by the assumption line. */
-#define VLLM_V0_KERNEL_FIT_ON   "v008 of vllm_startup_logs.csv"
-#define VLLM_CUSTOM_AR_MAX_SIZE (8 * GM_MIB)
+#define VLLM_V0_KERNEL_FIT_ON "v008 of vllm_startup_logs.csv"
 
 /* 0.9.2 to 0.10 (the V1 engine's growth since a snapshot taken before the communicators, PR
  * #19312): the single-GPU growth those versions print is a fifth of the 94 MiB above, 0.02
@@ -1455,7 +1582,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     uint64_t t = j->parallel.tp, pp = j->parallel.pp, n = cx->n, w, act, sampler, budget, non_torch,
              graphs, per_token, T, kv_heads, need, pool, layers, ca, logged,
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
-             graph_largest = 0, graph_full = 0, ws, ws_peak, kernels;
+             graph_largest = 0, graph_full = 0, graph_ar[EST_VLLM_GRAPH_AR_PATHS] = {0}, ws,
+             ws_peak, kernels;
     uint64_t load_gap = 0;       /* the weights' load replayed once: the cache it leaves */
     const char *load_why = NULL; /* what the replay does not cover, or NULL */
     unsigned kvb100, per_logit;
@@ -1644,9 +1772,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                        ver, (double)gap / (double)GM_MIB, marlin ? "the Marlin repack and " : "");
         }
     }
-    graphs = v->cuda_graph_bytes
-                 ? v->cuda_graph_bytes
-                 : vllm_graph_bytes(cx, T, seqs, t, &graph_sizes, &graph_largest, &graph_full);
+    graphs = v->cuda_graph_bytes ? v->cuda_graph_bytes
+                                 : vllm_graph_bytes(cx, T, seqs, t, &graph_sizes, &graph_largest,
+                                                    &graph_full, graph_ar);
     if (v->enforce_eager)
         graphs = 0;
     else
@@ -1740,6 +1868,17 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                    (unsigned long long)graph_sizes, (unsigned long long)graph_largest,
                    (unsigned long long)(est_div_up(m->n_layers, pp) + 1),
                    graph_full ? ", and a full graph for each decode batch up to max_num_seqs" : "");
+    for (unsigned p = 0; graphs && p < EST_VLLM_GRAPH_AR_PATHS; p++)
+        if (graph_ar[p])
+            est_assume(e,
+                       "vLLM CUDA graphs at tp %llu: %llu all-reduces captured through %s "
+                       "(2 x %llu layers + 1 in each size's graphs), %.0f KiB each (fit on rows "
+                       "of vllm_startup_logs.csv: %s)",
+                       (unsigned long long)t, (unsigned long long)graph_ar[p],
+                       est_vllm_graph_ar_name((enum est_vllm_graph_ar)p),
+                       (unsigned long long)est_div_up(m->n_layers, pp),
+                       (double)est_vllm_graph_ar_bytes((enum est_vllm_graph_ar)p) / (double)GM_KIB,
+                       est_vllm_graph_ar_fit_on((enum est_vllm_graph_ar)p));
     if (graphs && est_vllm_mla_piecewise_only(j))
         est_assume(e,
                    "vLLM: TRITON_MLA below compute capability 9.0 supports no full CUDA graphs "

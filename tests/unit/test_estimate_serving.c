@@ -2057,6 +2057,18 @@ static void test_vllm_graph_capture_by_version(void **state)
     assert_int_equal(est_vllm_graph_sizes(&j, 2048, 16, &top), 7);
     assert_int_equal(top, 32);
 
+    /* gpt-oss raises the top to 1024, step 16 from 256, whatever max_num_seqs is
+     * (GptOssForCausalLMConfig; row v028's 0.10.1.1 log: "Overriding max cuda graph capture
+     * size to 1024", 83 sizes), still only up to the batched tokens */
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 256, &top), 83);
+    assert_int_equal(top, 1024);
+    assert_int_equal(est_vllm_graph_sizes(&j, 2048, 1, &top), 83);
+    assert_int_equal(est_vllm_graph_sizes(&j, 512, 256, &top), 3 + 31 + 17);
+    assert_int_equal(top, 512);
+    job_make("gpt-oss-120b", "--infer --engine vllm --vllm-version 0.11.0 --gpu H100", &j);
+    assert_int_equal(est_vllm_graph_sizes(&j, 8192, 256, &top), 83);
+
     /* full-model graphs: from 0.11 (FULL_AND_PIECEWISE) one per decode size up to
      * max_num_seqs (v038's log: "PIECEWISE=7 (largest=32), FULL=5 (largest=16)"; v029's 0.11.0
      * log: 35 piecewise sizes and 19 full ones at max_num_seqs 128); none in V1 before 0.11;
@@ -2121,6 +2133,82 @@ static void test_vllm_graph_capture_by_version(void **state)
     est = NULL;
 }
 
+static uint64_t graph_pool_bytes(const struct gm_estimate *e)
+{
+    for (size_t i = 0; i < e->n_components; i++)
+        if (e->components[i].kind == GM_KIND_ENGINE_POOL)
+            return e->components[i].bytes;
+    return 0;
+}
+
+/* The all-reduces vLLM captures in its CUDA graphs at tp >= 2: 2 x layers + 1 in each size's
+ * graphs (embedding, o_proj, down_proj), none at tp 1; through the custom all-reduce where it
+ * is enabled and the 16-bit input is under its 8 MiB, else NCCL, across nodes where the group
+ * spans them; each path's bytes added to the graph memory. */
+static void test_vllm_graph_allreduces(void **state)
+{
+    struct gm_job j;
+    uint64_t n[EST_VLLM_GRAPH_AR_PATHS], bytes, spans_bytes;
+    const uint64_t pieces = 67ull * 29 * 235 * 1024;
+    (void)state;
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
+    assert_int_equal(est_vllm_graph_allreduces(&j, 2048, 256, true, false, n), 0);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM] + n[EST_VLLM_GRAPH_AR_NCCL_NODE], 0);
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --tp 2",
+             &j);
+    /* 67 sizes x (2 x 28 + 1); 512 x 3584 x 2 B is under 8 MiB: all custom */
+    bytes = est_vllm_graph_allreduces(&j, 2048, 256, true, false, n);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], 67 * 57);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NODE] + n[EST_VLLM_GRAPH_AR_NCCL_NET], 0);
+    assert_int_equal(bytes, 67ull * 57 * est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_CUSTOM));
+    est_vllm_graph_allreduces(&j, 2048, 256, false, false, n);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NODE], 67 * 57);
+    est_vllm_graph_allreduces(&j, 2048, 256, false, true, n);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NET], 67 * 57);
+    /* the paths' figures as fit: NCCL across nodes above NCCL within one above the kernel */
+    assert_true(est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NET) >
+                est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE));
+    assert_true(est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE) >
+                est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_CUSTOM));
+    /* from 0.11 the full decode graphs hold them too: 35 piecewise sizes + 19 full graphs */
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.11.0 --gpu A100-80GB --tp 2",
+             &j);
+    est_vllm_graph_allreduces(&j, 2048, 128, true, false, n);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], (35 + 19) * 57);
+    /* hidden 8192: 512 tokens are 8 MiB, not under max_size: that size's through NCCL */
+    job_make("llama-3.1-70b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --tp 8",
+             &j);
+    est_vllm_graph_allreduces(&j, 2048, 256, true, false, n);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], 66 * 161);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NODE], 1 * 161);
+
+    /* the estimate: row v025's setup (no peer access: NCCL within the node) adds them to the
+     * tp 1 model's pieces and pool (512 tokens through one layer, the MLP split in two) */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --gpus 2 --no-p2p", &j);
+    run(&j, &est);
+    bytes = graph_pool_bytes(est);
+    assert_int_equal(bytes, pieces + 512ull * (18944 / 2 * 3 + 3 * 3584) * 2 +
+                                67ull * 57 * est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE));
+    assert_true(assumed(est, "3819 all-reduces captured through NCCL within the node"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* v027's: one GPU per node, NCCL across nodes */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --gpus 2 "
+             "--gpus-per-node 1",
+             &j);
+    run(&j, &est);
+    spans_bytes = graph_pool_bytes(est);
+    assert_int_equal(spans_bytes - bytes,
+                     67ull * 57 *
+                         (est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NET) -
+                          est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE)));
+    assert_true(assumed(est, "through NCCL across nodes"));
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2135,6 +2223,7 @@ int main(void)
         cmocka_unit_test(test_read_commands),
         cmocka_unit_test(test_search_binding_limit),
         cmocka_unit_test(test_vllm_profile_run_by_version_and_gpu),
+        cmocka_unit_test(test_vllm_graph_allreduces),
         cmocka_unit_test(test_vllm_max_len_from_rope_scaling),
         cmocka_unit_test(test_vllm_awq_plain_kernel),
         cmocka_unit_test(test_vllm_quant_kernel_choices),
