@@ -381,6 +381,14 @@ unsigned est_nccl_channels(enum gm_gpu_link link);
 uint64_t est_nccl_comm_bytes(const struct est_nccl_comm *c, enum est_bound bound);
 /* The device code NCCL loads once per process, at one end of the range. */
 uint64_t est_nccl_lib_bytes(enum est_bound bound);
+/* NCCL's P2P channels to one peer for send/receive: 32 over NVLink, 2 over PCIe. */
+unsigned est_nccl_p2p_channels_per_peer(enum gm_gpu_link link);
+/* The receive buffers a group's root holds once it has received from every other rank of its
+ * node by ncclRecv (PyTorch's gather), beside the collectives' (stage_runtime.c). */
+uint64_t est_nccl_gather_root_bytes(const struct est_nccl_comm *c);
+/* vLLM's V0 worker from 0.2.7 at tp > 1 without pipeline stages: rank 0 alone gathers the
+ * logits over the tensor-parallel group and samples (stage_engine.c). */
+bool est_vllm_rank0_gathers(const struct gm_job *j);
 
 /* ---- step_alloc.c: peak reserved from the step's allocation sequence ---- */
 

@@ -1552,13 +1552,18 @@ enum gm_status est_vllm_profile_reserve(const struct gm_model *m, uint64_t token
  * vllm/executor/distributed_gpu_executor.py @ a4aeba1): the driver's, which the pool keeps;
  * the others print more KV memory available.  0 where every rank samples (V1, one GPU,
  * pipeline stages). */
-static uint64_t vllm_worker_peak(const struct gm_job *j, const struct gm_model *m,
-                                 enum vllm_era era, uint64_t tokens, uint64_t seqs, uint64_t ws,
-                                 bool blas)
+bool est_vllm_rank0_gathers(const struct gm_job *j)
+{
+    uint32_t v = j->stack.vllm;
+    return est_allocator(j) == EST_ALLOC_VLLM && vllm_era_v0(vllm_era(v)) &&
+           !(v && v < GM_VERSION(0, 2, 7)) && j->parallel.tp >= 2 && j->parallel.pp <= 1;
+}
+
+static uint64_t vllm_worker_peak(const struct gm_job *j, const struct gm_model *m, uint64_t tokens,
+                                 uint64_t seqs, uint64_t ws, bool blas)
 {
     uint64_t t = j->parallel.tp, fwd, shard, head;
-    uint32_t v = j->stack.vllm;
-    if (!vllm_era_v0(era) || (v && v < GM_VERSION(0, 2, 7)) || t < 2 || j->parallel.pp > 1)
+    if (!est_vllm_rank0_gathers(j))
         return 0;
     /* the worker's own cuBLAS workspace (est_torch_cublas_workspace_bytes): from its first
      * layer's GEMM, or from its lm_head shard's ('blas' as vllm_layers_blas) */
@@ -1808,7 +1813,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if (era == VLLM_V1_GRAPHS)
         need = gm_add_sat(need, graphs);
     pool = budget > need ? budget - need : 0;
-    sv->worker_activation_peak_bytes = vllm_worker_peak(j, m, era, T, seqs, ws, blas);
+    sv->worker_activation_peak_bytes = vllm_worker_peak(j, m, T, seqs, ws, blas);
     if (sv->worker_activation_peak_bytes) {
         uint64_t wneed = gm_add_sat(gm_add_sat(w, sv->worker_activation_peak_bytes), logged);
         sv->worker_kv_available_bytes = budget > wneed ? budget - wneed : 0;

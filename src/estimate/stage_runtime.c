@@ -18,7 +18,9 @@
  *    keeps a pynccl communicator beside torch's group) and NCCL's own rule for each: its
  *    P2P connections' buffers by channels and ranks, its small per-channel allocations under
  *    cuMem, NVLink SHARP buffers, and once per process the device code NCCL loads
- *    (est_nccl_comm_bytes below); --nccl SIZE per communicator replaces the rule;
+ *    (est_nccl_comm_bytes below), and on vLLM V0's rank 0 the receive connections of the
+ *    logits' gather (est_nccl_gather_root_bytes); --nccl SIZE per communicator replaces the
+ *    rule;
  *  - vLLM's non-torch memory beside its budget (stage_engine.c);
  *  - bitsandbytes' paged optimizer state (cudaMallocManaged; the training stage).
  * llama.cpp has no caching allocator and no workspace of its own beyond the context.  In
@@ -35,6 +37,29 @@
 #include <stdio.h>
 #include <string.h>
 
+/* vLLM 0.4 to 0.5.0 hold a third communicator beside pynccl's and the tensor-parallel device
+ * group's: the worker's start-up all-reduces a one-element tensor on the default (world)
+ * process group ("A small all_reduce for warmup": init_worker_distributed_environment,
+ * vllm/worker/worker.py in Snowflake-Labs/vllm @ 016e256, a 0.4.1-0.4.2 copy, and, by 0.5.0,
+ * init_distributed_environment in vllm/distributed/parallel_state.py), which makes PyTorch
+ * initialise NCCL for that group, a ProcessGroupNCCL of its own apart from the new_group()
+ * the tensor-parallel layers all-reduce and gather in (initialize_model_parallel,
+ * parallel_state.py in Snowflake-Labs/vllm @ 06609d9), and every step of it comes after
+ * init_device's free-memory baseline.  From 0.5.1 the groups are GroupCoordinators and
+ * nothing is read to warm the world group up (kept at two); before 0.4 (CuPy's communicator
+ * in place of pynccl) not read either. */
+static uint64_t vllm_world(const struct gm_job *j)
+{
+    return (j->parallel.tp ? j->parallel.tp : 1) * (j->parallel.pp ? j->parallel.pp : 1);
+}
+
+static bool vllm_world_warmup(const struct gm_job *j)
+{
+    uint32_t v = j->stack.vllm;
+    return est_allocator(j) == EST_ALLOC_VLLM && v >= GM_VERSION(0, 4, 0) &&
+           v < GM_VERSION(0, 5, 1) && vllm_world(j) > 1;
+}
+
 /* The NCCL communicators of one rank, one per process group it talks in: the ranks of each
  * group ('ranks') and how far apart in the global order its ranks are ('apart'), room for
  * EST_NCCL_MAX_COMMS each; returns how many.  A node holds gpus_per_node / apart of a group's
@@ -49,7 +74,8 @@ static size_t nccl_groups(const struct gm_job *j, uint64_t dp, uint64_t *ranks, 
     const struct gm_job_parallel *p = &j->parallel;
     uint64_t tp = p->tp ? p->tp : 1;
     size_t n = 0;
-    /* serving engines: pynccl + torch's device group per TP group, one for the pipeline */
+    /* serving engines: pynccl + torch's device group per TP group, one for the pipeline, and
+     * in vLLM 0.4 to 0.5.0 the default (world) group's, which the worker warms up (above) */
     if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_SGLANG) {
         if (p->tp > 1) {
             apart[n] = 1;
@@ -60,6 +86,10 @@ static size_t nccl_groups(const struct gm_job *j, uint64_t dp, uint64_t *ranks, 
         if (p->pp > 1) {
             apart[n] = 1;
             ranks[n++] = p->pp;
+        }
+        if (vllm_world_warmup(j)) {
+            apart[n] = 1;
+            ranks[n++] = vllm_world(j);
         }
         return n;
     }
@@ -426,6 +456,45 @@ static bool nccl_cumem(const struct gm_job *j)
     return !j->stack.torch || j->stack.torch >= GM_VERSION(2, 2, 0);
 }
 
+/* ---- what a gather's root receives through: NCCL's P2P connections ------------------------
+ *
+ * PyTorch's ProcessGroupNCCL::gather calls torch::cuda::nccl::gather, where the root ncclRecv()s
+ * from every other rank and the others ncclSend() (torch/csrc/cuda/nccl.cpp, gather,
+ * pytorch/pytorch @ e6f159a).  NCCL runs send/receive on connector 1 of each channel, apart
+ * from the collectives' connector 0, and marks for connection every one of the
+ * p2pnChannelsPerPeer channels to that peer at the first operation, whatever its size ("P2P
+ * uses only 1 connector", the point-to-point branch of taskAppend, src/enqueue.cc);
+ * p2pnChannelsPerPeer is the per-peer channel count rounded up to a power of two
+ * (ncclTopoComputeP2pChannels, src/graph/paths.cc), which NCCL's INFO line prints: "2 p2p
+ * channels, 2 p2p channels per peer" for PCIe pairs, "32 p2p channels, 32 p2p channels per
+ * peer" for A100 and H100 pairs and groups of eight over NVLink.  Each receive holds what a
+ * collective's does, the header and LL + LL128 + SIMPLE in the 2 MiB IPC granule (10 MiB), less
+ * SIMPLE where the peer writes nothing and the receiver reads (P2P read: "Enable P2P Read for
+ * Ampere/NVLink only", compute capability 8.0 on both GPUs over NVLink, ncclTopoCheckP2p,
+ * src/graph/paths.cc in NVIDIA/nccl @ 04cdb80): 6 MiB.  The senders hold a 2 MiB send
+ * connection a channel (6 MiB in read mode); the figure is the root's.  Without peer access
+ * the SHM transport's buffers are host memory, and peers on other nodes go through the network
+ * transport: none counted. */
+#define NCCL_P2P_CHANNELS_PER_PEER_NVLINK 32
+#define NCCL_P2P_CHANNELS_PER_PEER_PCIE   2
+
+unsigned est_nccl_p2p_channels_per_peer(enum gm_gpu_link link)
+{
+    return link == GM_GPU_LINK_NVLINK ? NCCL_P2P_CHANNELS_PER_PEER_NVLINK
+                                      : NCCL_P2P_CHANNELS_PER_PEER_PCIE;
+}
+
+uint64_t est_nccl_gather_root_bytes(const struct est_nccl_comm *c)
+{
+    bool read = c->link == GM_GPU_LINK_NVLINK && c->sm == 80;
+    uint64_t recv = align_up(NCCL_CONN_HEADER + NCCL_LL_BYTES + NCCL_LL128_BYTES +
+                                 (read ? 0 : NCCL_SIMPLE_BYTES),
+                             NCCL_IPC_GRANULE);
+    if (c->local_ranks < 2 || !c->p2p)
+        return 0;
+    return (c->local_ranks - 1) * est_nccl_p2p_channels_per_peer(c->link) * recv;
+}
+
 uint64_t est_nccl_lib_bytes(enum est_bound bound)
 {
     return bound == EST_LOW    ? NCCL_LIB_LOW_BYTES
@@ -439,6 +508,7 @@ static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, const uint6
 {
     const struct gm_job *j = cx->job;
     uint64_t gpn = cx->e->layout.gpus_per_node ? cx->e->layout.gpus_per_node : 1;
+    uint64_t tp = j->parallel.tp ? j->parallel.tp : 1;
     uint64_t bytes = est_nccl_lib_bytes(b);
     for (size_t i = 0; i < n; i++) {
         uint64_t on_node = gpn / apart[i] ? gpn / apart[i] : 1;
@@ -458,6 +528,17 @@ static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, const uint6
         /* one GPU of the group per node: its network transport (above) */
         if (c.local_ranks < 2 && c.p2p && b == EST_HIGH)
             bytes = gm_add_sat(bytes, 64 * GM_MIB);
+    }
+    /* vLLM's V0 rank 0 gathers the logits over the tensor-parallel group (above) */
+    if (est_vllm_rank0_gathers(j)) {
+        struct est_nccl_comm c = {
+            .local_ranks = tp < gpn ? tp : gpn,
+            .link = j->gpu.link,
+            .sm = j->gpu.sm,
+            .p2p = !est_no_p2p(j),
+            .cumem = nccl_cumem(j),
+        };
+        bytes = gm_add_sat(bytes, est_nccl_gather_root_bytes(&c));
     }
     return bytes;
 }

@@ -1787,11 +1787,13 @@ static void test_vllm_non_torch_by_version(void **state)
         const char *version;
         bool context;
         uint64_t kernels; /* est_vllm_kernel_bytes: 0.10's 20 MiB, 0.11's 143, else 94 */
-    } charged[] = {{"0.2.5", true, 94 * GM_MIB},  {"0.3.1", true, 94 * GM_MIB},
-                   {"0.3.2", false, 94 * GM_MIB}, {"0.5.0", false, 94 * GM_MIB},
-                   {"0.6.3", false, 94 * GM_MIB}, {"0.6.4", true, 94 * GM_MIB},
-                   {"0.6.5", false, 94 * GM_MIB}, {"0.7.2", false, 94 * GM_MIB},
-                   {"0.10.1", false, 20 * GM_MIB}};
+        unsigned comms;   /* NCCL communicators: the world group's too in 0.4 to 0.5.0 */
+        bool gather;      /* V0 from 0.2.7: rank 0 receives the logits' gather */
+    } charged[] = {{"0.2.5", true, 94 * GM_MIB, 2, false},  {"0.3.1", true, 94 * GM_MIB, 2, true},
+                   {"0.3.2", false, 94 * GM_MIB, 2, true},  {"0.5.0", false, 94 * GM_MIB, 3, true},
+                   {"0.6.3", false, 94 * GM_MIB, 2, true},  {"0.6.4", true, 94 * GM_MIB, 2, true},
+                   {"0.6.5", false, 94 * GM_MIB, 2, true},  {"0.7.2", false, 94 * GM_MIB, 2, true},
+                   {"0.10.1", false, 20 * GM_MIB, 2, false}};
     /* 'kernels' of 0.11 and the current release; 'kernels10' of 0.9.2 to 0.10; 'kernels_v0' of V0
      */
     const uint64_t kernels = 143 * GM_MIB, kernels10 = 20 * GM_MIB, kernels_v0 = 94 * GM_MIB,
@@ -1899,8 +1901,11 @@ static void test_vllm_non_torch_by_version(void **state)
         nccl = gm_estimate_kind_bytes(est, GM_KIND_NCCL);
         context = gm_estimate_kind_bytes(est, GM_KIND_CUDA_CONTEXT);
         /* NCCL's rule on two H100s over NVLink, cuMem off before 0.11: the device code and
-         * two communicators of 24 channels x one 12 MiB (send, receive) pair and #964's 256 */
-        assert_int_equal(nccl, 125 * GM_MIB + 2 * (24 * 12 + 256) * GM_MIB);
+         * two communicators (three in 0.4 to 0.5.0) of 24 channels x one 12 MiB (send,
+         * receive) pair and #964's 256; in V0 from 0.2.7 rank 0's receive connections for the
+         * logits' gather, 32 channels x 10 MiB (write mode on sm90) */
+        assert_int_equal(nccl, 125 * GM_MIB + charged[i].comms * (24 * 12 + 256) * GM_MIB +
+                                   (charged[i].gather ? 32 * 10 * GM_MIB : 0));
         assert_true(context > 0);
         /* 0.6.4 (PR #9352: the device's use less PyTorch's allocated bytes after
          * empty_cache()) and 0.6.5 (allocated-based, before PR #11809) count the load's cached

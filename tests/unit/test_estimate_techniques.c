@@ -1475,11 +1475,42 @@ static void test_nccl_rule(void **state)
     assert_int_equal(est_nccl_lib_bytes(EST_POINT), 125 * GM_MIB);
     assert_int_equal(est_nccl_lib_bytes(EST_LOW), 104 * GM_MIB);
     assert_int_equal(est_nccl_lib_bytes(EST_HIGH), 128 * GM_MIB);
-    /* the whole estimate: vLLM 0.5.0 at tp 2 on two T4s (row v010): the device code and two
-     * communicators of 24 MiB */
+    /* the whole estimate: vLLM 0.5.0 at tp 2 on two T4s (row v010): the device code and three
+     * communicators of 24 MiB (pynccl's, the tensor-parallel group's and the world group's
+     * that the worker's start-up all-reduce creates, vllm_world_warmup) */
     run("deepseek-coder-6.7b-instruct",
         "--infer --engine vllm --vllm-version 0.5.0 --gpu T4 --gpus 2 --kv-dtype fp16", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL),
+                     125 * GM_MIB + 3 * 24 * GM_MIB + 2 * 10 * GM_MIB);
+    assert_int_equal(with->layout.nccl_communicators, 3);
+    /* beside them rank 0's receive connections for the logits' gather (V0 from 0.2.7): 2 p2p
+     * channels to its peer over PCIe, 10 MiB each */
+    /* from 0.5.1 (GroupCoordinator) no warm-up of the world group is read: two */
+    run("deepseek-coder-6.7b-instruct",
+        "--infer --engine vllm --vllm-version 0.5.1 --gpu T4 --gpus 2 --kv-dtype fp16", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL),
+                     125 * GM_MIB + 2 * 24 * GM_MIB + 2 * 10 * GM_MIB);
+    /* V1 (0.8) gathers no logits to one rank: the two communicators alone */
+    run("deepseek-coder-6.7b-instruct",
+        "--infer --engine vllm --vllm-version 0.8.0 --gpu T4 --gpus 2 --kv-dtype fp16", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 125 * GM_MIB + 2 * 24 * GM_MIB);
+    /* the gather's receive buffers: (peers) x p2p channels a peer x one receive; P2P read
+     * (sm80 over NVLink) leaves SIMPLE with the sender, 6 MiB a receive; none without peer
+     * access */
+    assert_int_equal(est_nccl_p2p_channels_per_peer(GM_GPU_LINK_PCIE), 2);
+    assert_int_equal(est_nccl_p2p_channels_per_peer(GM_GPU_LINK_NVLINK), 32);
+    t4.cumem = false;
+    assert_int_equal(est_nccl_gather_root_bytes(&t4), 2 * 10 * GM_MIB);
+    h100.cumem = false;
+    assert_int_equal(est_nccl_gather_root_bytes(&h100), 32 * 10 * GM_MIB);
+    assert_int_equal(est_nccl_gather_root_bytes(&h100x8), 7 * 32 * 10 * GM_MIB);
+    assert_int_equal(est_nccl_gather_root_bytes(&a100x8), 7 * 32 * 6 * GM_MIB);
+    assert_int_equal(est_nccl_gather_root_bytes(&a100x8_pcie), 7 * 2 * 10 * GM_MIB);
+    assert_int_equal(est_nccl_gather_root_bytes(&shm), 0);
+    /* one GPU holds no communicator, warm-up or not */
+    run("deepseek-coder-6.7b-instruct",
+        "--infer --engine vllm --vllm-version 0.5.0 --gpu T4 --kv-dtype fp16", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 0);
     /* two RTX 4090s, which have no peer access: the device code alone */
     run("deepseek-coder-6.7b-instruct",
         "--infer --engine vllm --vllm-version 0.5.0 --gpu RTX-4090 --gpus 2", &with);
@@ -1534,7 +1565,9 @@ static void test_nccl_expert_group(void **state)
 /* NCCL at tp 2 on H100s (NVLink, 24 channels) before 0.11, cuMem off: the device code and two
  * communicators of one 12 MiB (send, receive) pair a channel and NVIDIA/nccl#964's 256 MiB;
  * from 0.11, with cuMem, each also holds 98 small allocations of 2 MiB (3 x 32 channels + 2) */
-#define NCCL_H100_TP2       (125 * GM_MIB + 2 * (24 * 12 + 256) * GM_MIB)
+#define NCCL_H100_TP2 (125 * GM_MIB + 2 * (24 * 12 + 256) * GM_MIB)
+/* V0 from 0.2.7: rank 0 also receives the logits' gather on 32 channels of 10 MiB */
+#define NCCL_H100_TP2_V0    (NCCL_H100_TP2 + 32 * 10 * GM_MIB)
 #define NCCL_H100_TP2_CUMEM (NCCL_H100_TP2 + 2 * 98 * 2 * GM_MIB)
 static void test_vllm_versions(void **state)
 {
@@ -1545,16 +1578,17 @@ static void test_vllm_versions(void **state)
                              all-reduce buffers; UINT64_MAX: those buffers not counted, the
                              communicator the profile run creates counted */
         bool graphs;      /* the CUDA-graph estimate charged too */
+        bool gather;      /* V0 from 0.2.7: rank 0's receive connections for the logits */
     } cases[] = {
-        {"0.2.5", H100_CONTEXT + NCCL_H100_TP2, false}, /* total - free: all inside */
-        {"0.6.3", NCCL_H100_TP2, false},                /* init_device baseline: NCCL inside */
-        {"0.6.4", H100_CONTEXT + NCCL_H100_TP2, false}, /* global: context and NCCL inside */
-        {"0.6.5", NCCL_H100_TP2, false},                /* baseline before NCCL: NCCL inside */
-        {"0.7.2", NCCL_H100_TP2, false},                /* the V0 engine still */
-        {"0.8.5", H100_CONTEXT + NCCL_H100_TP2, false}, /* early V1: global again */
-        {"0.10.1", NCCL_H100_TP2, false},               /* baseline before NCCL */
-        {"0.11.0", UINT64_MAX, false},                  /* baseline after pynccl's */
-        {"0.21.0", UINT64_MAX, true},                   /* CUDA-graph estimate charged */
+        {"0.2.5", H100_CONTEXT + NCCL_H100_TP2, false, false},   /* total - free: all inside */
+        {"0.6.3", NCCL_H100_TP2_V0, false, true},                /* init_device baseline */
+        {"0.6.4", H100_CONTEXT + NCCL_H100_TP2_V0, false, true}, /* global: context, NCCL */
+        {"0.6.5", NCCL_H100_TP2_V0, false, true},                /* baseline before NCCL */
+        {"0.7.2", NCCL_H100_TP2_V0, false, true},                /* the V0 engine still */
+        {"0.8.5", H100_CONTEXT + NCCL_H100_TP2, false, false},   /* early V1: global again */
+        {"0.10.1", NCCL_H100_TP2, false, false},                 /* baseline before NCCL */
+        {"0.11.0", UINT64_MAX, false, false},                    /* baseline after pynccl's */
+        {"0.21.0", UINT64_MAX, true, false},                     /* CUDA-graph estimate charged */
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1601,9 +1635,11 @@ static void test_vllm_versions(void **state)
         assert_true(with->serving.kv_blocks + (reserve + blk - 1) / blk + 1 >=
                     (with->serving.budget_bytes - need) / blk);
         /* the device holds the same NCCL memory whatever the version charges, but for the
-         * cuMem granules vLLM turned off before 0.11 */
+         * cuMem granules vLLM turned off before 0.11 and V0's gather to rank 0 from 0.2.7 */
         assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL),
-                         cases[i].counted == UINT64_MAX ? NCCL_H100_TP2_CUMEM : NCCL_H100_TP2);
+                         cases[i].counted == UINT64_MAX ? NCCL_H100_TP2_CUMEM
+                         : cases[i].gather              ? NCCL_H100_TP2_V0
+                                                        : NCCL_H100_TP2);
     }
     /* pipeline parallel serving: half the layers' KV per token and weights per stage */
     run("llama-3-8b", "--infer --engine vllm --gpu H100", &base);
