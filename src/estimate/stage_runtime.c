@@ -68,7 +68,21 @@ static bool vllm_world_warmup(const struct gm_job *j)
  * builds that group with a RankGenerator of the experts' tensor parallelism, which is the
  * model's unless given ("if expert_tensor_parallel_size is None: expert_tensor_parallel_size =
  * tensor_model_parallel_size", initialize_model_parallel, NVIDIA/Megatron-LM
- * megatron/core/parallel_state.py @ 00caa53), and ep within it before dp. */
+ * megatron/core/parallel_state.py @ 00caa53), and ep within it before dp.
+ *
+ * Pipeline parallelism is outermost in every stack read, so a pipeline group's ranks are one
+ * stage's ranks apart: tp x dp (context parallelism counted in dp) in training, tp in the
+ * serving engines, whose replicas are jobs of their own.  Megatron's order ends in pp
+ * (initialize_model_parallel's 16-GPU example at tp 2, pp 4: "[g0, g4, g8, g12]", @ 00caa53);
+ * torchtitan's ParallelDims.build_mesh unflattens the world with "pp" first and "tp" last
+ * (pytorch/torchtitan torchtitan/distributed/parallel_dims.py @ 0119de1); DeepSpeed's
+ * PipeDataParallelTopology has axes ['pipe', 'data'], "lower-volume pipeline communications to
+ * use low-bandwidth inter-node links" (microsoft/DeepSpeed deepspeed/runtime/pipe/topology.py
+ * @ 2eafdd3); vLLM's and SGLang's pipeline groups are "range(i, world_size,
+ * num_pipeline_model_parallel_groups)", world / pp = tp apart (initialize_model_parallel in
+ * vllm-project/vllm vllm/distributed/parallel_state.py @ 0030a31 and sgl-project/sglang
+ * python/sglang/srt/distributed/parallel_state.py @ 0005973).  A stage as large as a node puts
+ * the neighbours on different nodes. */
 static size_t nccl_groups(const struct gm_job *j, uint64_t dp, uint64_t *ranks, uint64_t *apart)
 {
     const struct gm_job_parallel *p = &j->parallel;
@@ -84,7 +98,7 @@ static size_t nccl_groups(const struct gm_job *j, uint64_t dp, uint64_t *ranks, 
             ranks[n++] = p->tp;
         }
         if (p->pp > 1) {
-            apart[n] = 1;
+            apart[n] = tp;
             ranks[n++] = p->pp;
         }
         if (vllm_world_warmup(j)) {
@@ -104,7 +118,7 @@ static size_t nccl_groups(const struct gm_job *j, uint64_t dp, uint64_t *ranks, 
         ranks[n++] = p->tp;
     }
     if (p->pp > 1) { /* torch's send/recv: one communicator per pair of neighbours */
-        apart[n] = 1;
+        apart[n] = tp * (dp ? dp : 1);
         ranks[n++] = 2;
     }
     if (p->ep > 1) {

@@ -1402,12 +1402,13 @@ static void test_runtime(void **state)
     /* data x tensor x pipeline parallel: three process groups, three communicators; no GPU
      * named, so PCIe's 2 channels, and PyTorch's NCCL with cuMem (2 MiB x (3 x 2 + 2) of
      * small allocations each): the data-parallel group's 4 ranks (tp 2 apart, all on one
-     * node of 8) hold two 12 MiB pairs a channel, the tensor group's 2 and the pipeline
-     * pair's one; the device code once */
+     * node of 8) hold two 12 MiB pairs a channel, the tensor group's 2 one; the pipeline
+     * neighbours are a stage, tp 2 x dp 4 = 8 ranks, apart, on the next node of 8: the small
+     * allocations alone; the device code once */
     run("llama-3-8b", "--train --seq 2048 --gpus 16 --tp 2 --pp 2", &with);
     assert_int_equal(with->layout.nccl_communicators, 3);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL),
-                     125 * GM_MIB + (2 * 24 + 16) * GM_MIB + 2 * (2 * 12 + 16) * GM_MIB);
+                     125 * GM_MIB + (2 * 24 + 16) * GM_MIB + (2 * 12 + 16) * GM_MIB + 16 * GM_MIB);
     run("llama-3-8b", "--train --seq 2048 --gpus 8 --fsdp", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL), 125 * GM_MIB + 64 * GM_MIB);
     /* one GPU per node: every connection goes through NCCL's network transport, whose
@@ -1555,6 +1556,48 @@ static void test_nccl_expert_group(void **state)
     assert_int_equal(gm_estimate_kind_bytes(e, GM_KIND_NCCL),
                      est_nccl_lib_bytes(EST_POINT) + 3 * est_nccl_comm_bytes(&four, EST_POINT));
     assert_true(est_nccl_comm_bytes(&four, EST_POINT) > est_nccl_comm_bytes(&pair, EST_POINT));
+    gm_estimate_free(e);
+}
+
+/* Pipeline parallelism is outermost (Megatron "tp-cp-ep-dp-pp", torchtitan's mesh, DeepSpeed's
+ * ['pipe', 'data']), so pipeline neighbours are a whole stage, tp x dp ranks, apart.  At tp 4,
+ * pp 2 on 16 H100s, dp is 2 and a stage is 8 ranks: on nodes of 8 the neighbour is on the
+ * other node (one GPU of the pair per node: the cuMem allocations alone), on nodes of 16 it is
+ * on the same one (a pair), as it would be 1 or tp ranks apart.  vLLM's pipeline group is tp
+ * apart: at tp 8 each stage fills a node of 8. */
+static void test_nccl_pipeline_neighbours(void **state)
+{
+    struct est_nccl_comm one = {1, GM_GPU_LINK_NVLINK, 90, true, true};
+    struct est_nccl_comm pair = {2, GM_GPU_LINK_NVLINK, 90, true, true};
+    struct est_nccl_comm four = {4, GM_GPU_LINK_NVLINK, 90, true, true};
+    struct est_nccl_comm eight = {8, GM_GPU_LINK_NVLINK, 90, true, true};
+    struct gm_estimate *e = NULL;
+    (void)state;
+    /* the pair's rule and the lone GPU's differ, so the placement shows in the sum */
+    assert_true(est_nccl_comm_bytes(&pair, EST_POINT) > est_nccl_comm_bytes(&one, EST_POINT));
+    /* dp 2 (4 apart: a pair on the node), tp 4, the pipeline pair 8 apart: across nodes */
+    run("llama-3-8b", "--train --seq 2048 --gpu H100 --gpus 16 --gpus-per-node 8 --tp 4 --pp 2",
+        &e);
+    assert_int_equal(e->layout.nccl_communicators, 3);
+    assert_int_equal(gm_estimate_kind_bytes(e, GM_KIND_NCCL),
+                     est_nccl_lib_bytes(EST_POINT) + est_nccl_comm_bytes(&pair, EST_POINT) +
+                         est_nccl_comm_bytes(&four, EST_POINT) +
+                         est_nccl_comm_bytes(&one, EST_POINT));
+    /* nodes of 16: both stages on one node, the pipeline pair a pair again */
+    run("llama-3-8b", "--train --seq 2048 --gpu H100 --gpus 16 --gpus-per-node 16 --tp 4 --pp 2",
+        &e);
+    assert_int_equal(gm_estimate_kind_bytes(e, GM_KIND_NCCL),
+                     est_nccl_lib_bytes(EST_POINT) + 2 * est_nccl_comm_bytes(&pair, EST_POINT) +
+                         est_nccl_comm_bytes(&four, EST_POINT));
+    /* vLLM from 0.11 (cuMem on): pynccl and torch's group over the tp 8 stage, and the
+     * pipeline group of 2, 8 apart: one GPU of it per node of 8 */
+    run("llama-3.1-8b",
+        "--infer --engine vllm --vllm-version 0.11 --gpu H100 --gpus 16 --gpus-per-node 8 --tp 8 "
+        "--pp 2",
+        &e);
+    assert_int_equal(gm_estimate_kind_bytes(e, GM_KIND_NCCL),
+                     est_nccl_lib_bytes(EST_POINT) + 2 * est_nccl_comm_bytes(&eight, EST_POINT) +
+                         est_nccl_comm_bytes(&one, EST_POINT));
     gm_estimate_free(e);
 }
 
@@ -1909,6 +1952,7 @@ int main(void)
         cmocka_unit_test(test_runtime),
         cmocka_unit_test(test_nccl_rule),
         cmocka_unit_test(test_nccl_expert_group),
+        cmocka_unit_test(test_nccl_pipeline_neighbours),
         cmocka_unit_test(test_vllm_versions),
         cmocka_unit_test(test_context_parallel),
         cmocka_unit_test(test_pipeline_with_fsdp),
