@@ -281,9 +281,7 @@ static void test_vllm_awq_plain_kernel(void **state)
              "--gpu-memory 23.99 --max-model-len 8192",
              &j);
     run(&j, &est);
-    for (size_t i = 0; i < est->n_components; i++)
-        if (est->components[i].kind == GM_KIND_ENGINE_POOL)
-            graphs = est->components[i].bytes;
+    graphs = gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL);
     gm_estimate_free(est);
     est = NULL;
     job_make("qwen2.5-14b",
@@ -291,9 +289,7 @@ static void test_vllm_awq_plain_kernel(void **state)
              "--gpu-memory 23.99 --max-model-len 8192",
              &j);
     run(&j, &est);
-    for (size_t i = 0; i < est->n_components; i++)
-        if (est->components[i].kind == GM_KIND_ENGINE_POOL)
-            graphs_marlin = est->components[i].bytes;
+    graphs_marlin = gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL);
     gm_estimate_free(est);
     est = NULL;
     assert_int_equal(graphs - graphs_marlin,
@@ -2107,10 +2103,7 @@ static void test_vllm_graph_capture_by_version(void **state)
     job_make("qwen2.5-7b",
              "--infer --engine vllm --vllm-version 0.11.0 --gpu A100-80GB --max-num-seqs 128", &j);
     run(&j, &est);
-    bytes = 0;
-    for (size_t i = 0; i < est->n_components; i++)
-        if (est->components[i].kind == GM_KIND_ENGINE_POOL)
-            bytes = est->components[i].bytes;
+    bytes = gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL);
     assert_int_equal(bytes, 35ull * 29 * 235 * 1024 + 19ull * 29 * 173 * 1024 +
                                 256ull * (18944 * 3 + 3 * 3584) * 2);
     assert_true(assumed(est, "and a full graph for each decode batch up to max_num_seqs"));
@@ -2121,9 +2114,7 @@ static void test_vllm_graph_capture_by_version(void **state)
      * through one layer at its MLP's peak (gate+up, activation, three hidden-sized) */
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
     run(&j, &est);
-    for (size_t i = 0; i < est->n_components; i++)
-        if (est->components[i].kind == GM_KIND_ENGINE_POOL)
-            bytes = est->components[i].bytes;
+    bytes = gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL);
     assert_int_equal(bytes, 67ull * 29 * 235 * 1024 + 512ull * (18944 * 3 + 3 * 3584) * 2);
     assert_true(assumed(est, "67 batch sizes up to 512, each in 29 pieces"));
     gm_estimate_free(est);
@@ -2136,14 +2127,6 @@ static void test_vllm_graph_capture_by_version(void **state)
         assert_int_not_equal(est->components[i].kind, GM_KIND_ENGINE_POOL);
     gm_estimate_free(est);
     est = NULL;
-}
-
-static uint64_t graph_pool_bytes(const struct gm_estimate *e)
-{
-    for (size_t i = 0; i < e->n_components; i++)
-        if (e->components[i].kind == GM_KIND_ENGINE_POOL)
-            return e->components[i].bytes;
-    return 0;
 }
 
 /* The all-reduces vLLM captures in its CUDA graphs at tp >= 2: 2 x layers + 1 in each size's
@@ -2192,7 +2175,7 @@ static void test_vllm_graph_allreduces(void **state)
     job_make("qwen2.5-7b",
              "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --gpus 2 --no-p2p", &j);
     run(&j, &est);
-    bytes = graph_pool_bytes(est);
+    bytes = gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL);
     assert_int_equal(bytes, pieces + 512ull * (18944 / 2 * 3 + 3 * 3584) * 2 +
                                 67ull * 57 * est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE));
     assert_true(assumed(est, "3819 all-reduces captured through NCCL within the node"));
@@ -2204,7 +2187,7 @@ static void test_vllm_graph_allreduces(void **state)
              "--gpus-per-node 1",
              &j);
     run(&j, &est);
-    spans_bytes = graph_pool_bytes(est);
+    spans_bytes = gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL);
     assert_int_equal(spans_bytes - bytes,
                      67ull * 57 *
                          (est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NET) -
