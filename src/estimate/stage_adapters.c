@@ -347,10 +347,14 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                                    : "bf16 (--no-fp32-upcast)");
     }
     est_assume(e,
-               "LoRA: %llu trainable parameters (%.3f%% of %llu), adapters %s with "
+               "LoRA: %llu trainable parameters (%.3f%% of %llu), adapters %s%s with "
                "their gradients and optimizer state; base frozen",
                (unsigned long long)pa, n ? 100.0 * (double)pa / (double)n : 0.0,
-               (unsigned long long)n, ab == 4 ? "fp32" : "bf16");
+               (unsigned long long)n, ab == 4 ? "fp32" : "bf16",
+               ab == 2 && j->memory.adapter_dtype == GM_DTYPE_UNKNOWN &&
+                       est_trl_casts_adapters_bf16(j)
+                   ? " (TRL before 0.9: peft_module_casting_to_bf16 casts them)"
+                   : "");
     est_assume(e,
                "LoRA: frozen linears and norms keep no input for backward (a matmul keeps "
                "its input only for its weight's gradient); the residual stream is %s",
