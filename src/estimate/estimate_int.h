@@ -751,7 +751,8 @@ bool est_trl_casts_bf16(const struct gm_job *job);
 /* ... and, before TRL 0.9, casts the LoRA adapters to bf16 too (their gradients and optimizer
  * state follow: est_adapter_bytes()). */
 bool est_trl_casts_adapters_bf16(const struct gm_job *job);
-/* ... on an HF Llama layout: the embeddings and lm_head back in bf16, the norms fp32. */
+/* ... on a model whose HF embedding and head names are known to be embed_tokens and lm_head
+ * (gm_arch_hf_embed_names()): the embeddings and lm_head back in bf16, the norms fp32. */
 bool est_trl_casts_embeddings_bf16(const struct gm_job *job, const struct gm_model *m);
 /* The fragmentation factor the job's allocator has: PyTorch's caching allocator for
  * training and transformers inference; none for engines that preallocate exact buffers. */

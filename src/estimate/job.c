@@ -1556,21 +1556,12 @@ bool est_trl_casts_adapters_bf16(const struct gm_job *j)
     return est_trl_casts_bf16(j) && j->stack.trl < GM_VERSION(0, 9, 0);
 }
 
-/* The module names read are the HF Llama layout's (modeling_mistral.py at 005a187:
- * model.embed_tokens, lm_head; Llama's and Mixtral's the same); other layouts are not read and
- * keep the upcast. */
+/* The names it matches are the model's HF module names (gm_arch_hf_embed_names()): where
+ * they were not read the estimate keeps the upcast and says so (stage_adapters.c). */
 bool est_trl_casts_embeddings_bf16(const struct gm_job *j, const struct gm_model *m)
 {
-    if (!m || !est_trl_casts_bf16(j))
-        return false;
-    switch (m->arch) {
-    case GM_ARCH_LLAMA:
-    case GM_ARCH_MISTRAL:
-    case GM_ARCH_MIXTRAL:
-        return true;
-    default:
-        return false;
-    }
+    return m && est_trl_casts_bf16(j) &&
+           gm_arch_hf_embed_names(m->arch) == GM_HF_EMBED_NAMES_EMBED_TOKENS;
 }
 
 uint64_t est_data_parallel(const struct gm_job *j)

@@ -336,7 +336,13 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                        "lm_head cast back to bf16 (TRL's SFTTrainer, peft_module_casting_to_bf16)",
                        (unsigned long long)(lo->block ? lo->block : 64),
                        lo->double_quant ? "double quantisation" : "fp32 absmax");
-        else
+        else if (est_trl_casts_bf16(j))
+            est_assume(e,
+                       "QLoRA: TRL's peft_module_casting_to_bf16 not applied to the embeddings "
+                       "and lm_head: %s's Hugging Face module names were not read; they stay "
+                       "fp32 (PEFT prepare_model_for_kbit_training)",
+                       gm_arch_name(m->arch));
+        if (!trl_cast)
             est_assume(e,
                        "QLoRA: NF4 blocks of %llu, %s (bitsandbytes, bf16 compute); "
                        "embeddings, %snorms, biases in %s",
