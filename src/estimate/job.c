@@ -928,7 +928,7 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_TRL_VERSION] =
         TEXT_FN("trl-version", "V",
                 "TRL, whose SFTTrainer prepares the PEFT model (QLoRA: from 0.7.5 its embeddings "
-                "and lm_head back to bf16; default none)",
+                "and lm_head back to bf16, before 0.9 its adapters too; default none)",
                 TRAIN, set_trl_version),
     /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     [EST_SET_QUANT] =
