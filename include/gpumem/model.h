@@ -484,6 +484,14 @@ bool gm_arch_fused_qkv(enum gm_arch a);
  * materialised scores (modeling_t5.py T5Attention), gpt-oss declares _supports_sdpa = False
  * for its sinks (modeling_gpt_oss.py).  The s x s scores are then kept for backward. */
 bool gm_arch_hf_eager(enum gm_arch a);
+/* The names an architecture's Hugging Face causal-LM class gives its token embedding and its
+ * output head, where they were read: what code that matches module names sees (TRL's
+ * peft_module_casting_to_bf16 matches "embed_tokens", "lm_head", "wte", "wpe"). */
+enum gm_hf_embed_names {
+    GM_HF_EMBED_NAMES_UNKNOWN = 0,  /* not read */
+    GM_HF_EMBED_NAMES_EMBED_TOKENS, /* model.embed_tokens and lm_head */
+};
+enum gm_hf_embed_names gm_arch_hf_embed_names(enum gm_arch a);
 const char *gm_dtype_name(enum gm_dtype t);
 /* Parse a dtype name as HF/torch/safetensors spell it ("bfloat16", "bf16", "BF16",
  * "float32", "F32", "fp8", ...).  GM_DTYPE_UNKNOWN when not recognised. */

@@ -726,8 +726,9 @@ unsigned est_weight_elem_bytes(enum gm_precision p);
 /* Whether the precision runs under torch.autocast (fp16-mixed, bf16-mixed): matmuls, adapters'
  * included, take 16-bit casts of their inputs and weights. */
 bool est_precision_autocast(enum gm_precision p);
-/* Bytes per element of LoRA adapters: --adapter-dtype, else fp32 (PEFT's
- * autocast_adapter_dtype) unless --precision bf16. */
+/* Bytes per element of LoRA adapters: --adapter-dtype, else bf16 under TRL's cast before 0.9
+ * (est_trl_casts_adapters_bf16()), else fp32 (PEFT's autocast_adapter_dtype) unless
+ * --precision bf16. */
 unsigned est_adapter_bytes(const struct gm_job *job);
 /* The frozen base under a LoRA adapter, as far as fused LoRA and the replay's linears care:
  * plain floats (or no adapter), bitsandbytes 4-bit (--qlora), or GPTQ (--quant gptq or a
@@ -744,8 +745,14 @@ bool est_fused_lora_runs(const struct gm_job *job, unsigned t);
 /* Bytes per parameter of a frozen base's parameters that are not quantised (embeddings,
  * lm_head, norms): fp32 with QLoRA's fp32 upcast or --precision fp32, else 16-bit. */
 unsigned est_frozen_rest_bytes(const struct gm_job *job);
-/* QLoRA under TRL's SFTTrainer (--trl-version >= 0.7.5, bf16 AMP, not sharded, an HF Llama
- * layout): the embeddings and lm_head back in bf16 after PEFT's fp32 upcast, the norms fp32. */
+/* QLoRA under TRL's SFTTrainer (--trl-version >= 0.7.5, bf16 AMP, not sharded): its
+ * peft_module_casting_to_bf16 runs after PEFT's fp32 upcast (job.c). */
+bool est_trl_casts_bf16(const struct gm_job *job);
+/* ... and, before TRL 0.9, casts the LoRA adapters to bf16 too (their gradients and optimizer
+ * state follow: est_adapter_bytes()). */
+bool est_trl_casts_adapters_bf16(const struct gm_job *job);
+/* ... on a model whose HF embedding and head names are known to be embed_tokens and lm_head
+ * (gm_arch_hf_embed_names()): the embeddings and lm_head back in bf16, the norms fp32. */
 bool est_trl_casts_embeddings_bf16(const struct gm_job *job, const struct gm_model *m);
 /* The fragmentation factor the job's allocator has: PyTorch's caching allocator for
  * training and transformers inference; none for engines that preallocate exact buffers. */

@@ -81,6 +81,10 @@ static void json_inputs_techniques(struct gm_json *w, const struct gm_job *j)
         gm_json_kv_u64(w, "zero_reuse_distance", j->parallel.zero_reuse_distance);
         json_version(w, "transformers_version", j->stack.transformers);
         json_version(w, "bitsandbytes_version", j->stack.bitsandbytes);
+        if (j->stack.trl) /* null: no TRL (--trl-version's default), not its current release */
+            json_version(w, "trl_version", j->stack.trl);
+        else
+            gm_json_kv_null(w, "trl_version");
         gm_json_kv_str(w, "loss_impl", choice_name("loss-impl", (int)mem->loss_impl));
         gm_json_kv_str(w, "model_impl", choice_name("model-impl", (int)j->stack.model_impl));
     }

@@ -928,7 +928,7 @@ static const struct gm_job_setting settings[] = {
     [EST_SET_TRL_VERSION] =
         TEXT_FN("trl-version", "V",
                 "TRL, whose SFTTrainer prepares the PEFT model (QLoRA: from 0.7.5 its embeddings "
-                "and lm_head back to bf16; default none)",
+                "and lm_head back to bf16, before 0.9 its adapters too; default none)",
                 TRAIN, set_trl_version),
     /* ---- weight formats (bitsandbytes, GPTQ, AWQ, FP8) ---- */
     [EST_SET_QUANT] =
@@ -1517,6 +1517,8 @@ unsigned est_adapter_bytes(const struct gm_job *j)
         return 2;
     if (j->memory.adapter_dtype == GM_DTYPE_F32)
         return 4;
+    if (est_trl_casts_adapters_bf16(j))
+        return 2;
     return j->numerics.precision == GM_PREC_BF16 ? 2 : 4;
 }
 
@@ -1534,25 +1536,32 @@ unsigned est_frozen_rest_bytes(const struct gm_job *j)
  * l. 872): modules whose name holds "norm" to fp32, and those named "lm_head", "embed_tokens",
  * "wte" or "wpe" whose weight is fp32 back to bf16.  From 0.8.0 (PR #1416) neither runs where
  * the 4-bit weights sit on the CPU or the meta device (QLoRA under FSDP or ZeRO-3; QLoRA under
- * them came with that release), so a sharded job keeps the rule it had.  The module names
- * read are the HF Llama layout's (modeling_mistral.py at 005a187: model.embed_tokens,
- * lm_head; Llama's and Mixtral's the same); other layouts are not read and keep the upcast. */
-bool est_trl_casts_embeddings_bf16(const struct gm_job *j, const struct gm_model *m)
+ * them came with that release), so a sharded job keeps the rule it had. */
+bool est_trl_casts_bf16(const struct gm_job *j)
 {
-    if (!m || j->memory.adapter != GM_ADAPTER_QLORA || !j->memory.lora.fp32_upcast)
+    if (j->memory.adapter != GM_ADAPTER_QLORA || !j->memory.lora.fp32_upcast)
         return false;
     if (j->stack.trl < GM_VERSION(0, 7, 5) || j->numerics.precision != GM_PREC_BF16_MIXED)
         return false;
-    if (j->parallel.shard == GM_SHARD_FSDP || j->parallel.shard == GM_SHARD_ZERO3)
-        return false;
-    switch (m->arch) {
-    case GM_ARCH_LLAMA:
-    case GM_ARCH_MISTRAL:
-    case GM_ARCH_MIXTRAL:
-        return true;
-    default:
-        return false;
-    }
+    return j->parallel.shard != GM_SHARD_FSDP && j->parallel.shard != GM_SHARD_ZERO3;
+}
+
+/* Before 0.9 peft_module_casting_to_bf16 also cast every PEFT tuner layer (isinstance
+ * BaseTunerLayer, the LoRA adapters) to bf16 (trl/trainer/utils.py at v0.7.5 0c77f98 l. 632-633,
+ * the same at every tag to v0.8.6 e90e8d9 l. 665-666); commit 99f2c94b2 (PR #1644, "don't cast
+ * the trainable lora layers to half precision") removed it, and the first 0.9 release
+ * (a03e7cc4e, "Release 0.9.2", __version__ 0.9.2) already holds it. */
+bool est_trl_casts_adapters_bf16(const struct gm_job *j)
+{
+    return est_trl_casts_bf16(j) && j->stack.trl < GM_VERSION(0, 9, 0);
+}
+
+/* The names it matches are the model's HF module names (gm_arch_hf_embed_names()): where
+ * they were not read the estimate keeps the upcast and says so (stage_adapters.c). */
+bool est_trl_casts_embeddings_bf16(const struct gm_job *j, const struct gm_model *m)
+{
+    return m && est_trl_casts_bf16(j) &&
+           gm_arch_hf_embed_names(m->arch) == GM_HF_EMBED_NAMES_EMBED_TOKENS;
 }
 
 uint64_t est_data_parallel(const struct gm_job *j)

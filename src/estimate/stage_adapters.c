@@ -336,7 +336,13 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                        "lm_head cast back to bf16 (TRL's SFTTrainer, peft_module_casting_to_bf16)",
                        (unsigned long long)(lo->block ? lo->block : 64),
                        lo->double_quant ? "double quantisation" : "fp32 absmax");
-        else
+        else if (est_trl_casts_bf16(j))
+            est_assume(e,
+                       "QLoRA: TRL's peft_module_casting_to_bf16 not applied to the embeddings "
+                       "and lm_head: %s's Hugging Face module names were not read; they stay "
+                       "fp32 (PEFT prepare_model_for_kbit_training)",
+                       gm_arch_name(m->arch));
+        if (!trl_cast)
             est_assume(e,
                        "QLoRA: NF4 blocks of %llu, %s (bitsandbytes, bf16 compute); "
                        "embeddings, %snorms, biases in %s",
@@ -347,10 +353,14 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                                    : "bf16 (--no-fp32-upcast)");
     }
     est_assume(e,
-               "LoRA: %llu trainable parameters (%.3f%% of %llu), adapters %s with "
+               "LoRA: %llu trainable parameters (%.3f%% of %llu), adapters %s%s with "
                "their gradients and optimizer state; base frozen",
                (unsigned long long)pa, n ? 100.0 * (double)pa / (double)n : 0.0,
-               (unsigned long long)n, ab == 4 ? "fp32" : "bf16");
+               (unsigned long long)n, ab == 4 ? "fp32" : "bf16",
+               ab == 2 && j->memory.adapter_dtype == GM_DTYPE_UNKNOWN &&
+                       est_trl_casts_adapters_bf16(j)
+                   ? " (TRL before 0.9: peft_module_casting_to_bf16 casts them)"
+                   : "");
     est_assume(e,
                "LoRA: frozen linears and norms keep no input for backward (a matmul keeps "
                "its input only for its weight's gradient); the residual stream is %s",

@@ -33,6 +33,7 @@
 #include "gpumem/alloc.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1198,9 +1199,18 @@ static const char *ls_unreplayed(const struct gm_model *m, const struct gm_quant
     return NULL;
 }
 
+/* ls_shape's flags */
+enum ls_flag {
+    LS_QKV_BIAS = 1 << 0,
+    LS_TIED_EMBEDDINGS = 1 << 1,
+    LS_MARLIN = 1 << 2,      /* GPTQ repacked by gptq_marlin */
+    LS_TEMPORARIES = 1 << 3, /* the copies of fused GPTQ shards through GPU temporaries */
+};
+
 /* The inputs of one replay of the load: ls_run() reads nothing else, so equal shapes give
  * equal replays, and a shape is the key an estimate remembers a replay by (est_load_memo).
- * Built zeroed (ls_shape_of), so that equal shapes are equal bytes. */
+ * Compared as bytes (load_memo_find): every member is a uint64_t, the flags one of them, so
+ * the struct has no padding whose bytes could differ (the assertion below keeps it so). */
 struct ls_shape {
     uint64_t hidden;        /* elements */
     uint64_t n_heads;       /* query heads of the model */
@@ -1213,11 +1223,12 @@ struct ls_shape {
     uint64_t t;             /* tensor-parallel GPUs */
     uint64_t bits;          /* GPTQ bits per weight, 0 = 16-bit weights */
     uint64_t group_size;    /* GPTQ input features per scale, 0 = whole column */
-    bool qkv_bias;
-    bool tied_embeddings;
-    bool marlin;      /* GPTQ repacked by gptq_marlin */
-    bool temporaries; /* the copies of fused GPTQ shards through GPU temporaries */
+    uint64_t flags;         /* enum ls_flag */
 };
+_Static_assert(sizeof(struct ls_shape) == 12 * sizeof(uint64_t) &&
+                   offsetof(struct ls_shape, flags) == 11 * sizeof(uint64_t),
+               "struct ls_shape: twelve uint64_t members, the flags last, no padding (compared "
+               "with memcmp)");
 
 static void ls_shape_of(const struct gm_model *m, const struct gm_quant *q, bool marlin,
                         bool temporaries, uint64_t t, struct ls_shape *sh)
@@ -1234,10 +1245,8 @@ static void ls_shape_of(const struct gm_model *m, const struct gm_quant *q, bool
     sh->t = t;
     sh->bits = q ? q->bits : 0;
     sh->group_size = q ? q->group_size : 0;
-    sh->qkv_bias = m->qkv_bias;
-    sh->tied_embeddings = m->tied_embeddings;
-    sh->marlin = q && marlin;
-    sh->temporaries = q && temporaries;
+    sh->flags = (m->qkv_bias ? LS_QKV_BIAS : 0u) | (m->tied_embeddings ? LS_TIED_EMBEDDINGS : 0u) |
+                (q && marlin ? LS_MARLIN : 0u) | (q && temporaries ? LS_TEMPORARIES : 0u);
 }
 
 /* The replay of a load of shape 'sh': the allocated bytes after empty_cache() and the cache
@@ -1276,7 +1285,7 @@ static enum gm_status ls_run(const struct ls_shape *sh, uint64_t *gap, uint64_t 
         for (uint64_t i = 0; i < sh->n_layers && s.st == GM_OK; i++) {
             struct ls_linear *l = all + 4 * i;
             memcpy(l, lin, sizeof lin);
-            ls_create(&s, &l[0], q, sh->qkv_bias);
+            ls_create(&s, &l[0], q, sh->flags & LS_QKV_BIAS);
             ls_create(&s, &l[1], q, false);
             if (i == 0 && sh->max_positions) {
                 uint64_t pos = sh->max_positions, inv = ls_new(&s, rot / 2 * 4),
@@ -1297,14 +1306,14 @@ static enum gm_status ls_run(const struct ls_shape *sh, uint64_t *gap, uint64_t 
             ls_new(&s, sh->hidden * 2); /* post_attention_layernorm */
         }
         ls_new(&s, sh->hidden * 2);
-        if (!sh->tied_embeddings)
+        if (!(sh->flags & LS_TIED_EMBEDDINGS))
             ls_new(&s, vocab * sh->hidden * 2);
         /* load_weights in the checkpoint's name order within a layer, mlp before self_attn:
          * safetensors' safe_open.keys() sorts the names ("keys.sort()", huggingface/safetensors
          * bindings/python/src/lib.rs) and vLLM's safetensors_weights_iterator walks them.  The
          * result depends on it: qkv_proj before gate_up_proj gives Phi-4 190 MiB, not 176 (the
          * layer order and each tensor's shards loaded together change nothing) */
-        if (sh->temporaries) {
+        if (sh->flags & LS_TEMPORARIES) {
             uint64_t kv = kv_heads * hd, qkv[3] = {sh->n_heads / t * hd, kv, kv},
                      gu[2] = {sh->intermediate / t, sh->intermediate / t};
             for (uint64_t i = 0; i < sh->n_layers && s.st == GM_OK; i++) {
@@ -1312,7 +1321,7 @@ static enum gm_status ls_run(const struct ls_shape *sh, uint64_t *gap, uint64_t 
                 ls_load_shards(&s, &all[4 * i], q, qkv, 3);
             }
         }
-        if (sh->marlin)
+        if (sh->flags & LS_MARLIN)
             for (uint64_t i = 0; i < sh->n_layers * 4 && s.st == GM_OK; i++)
                 ls_marlin(&s, &all[i], q);
         gm_free(all);
@@ -1381,7 +1390,7 @@ static void load_memo_put(struct est_load_memo **mp, const struct ls_shape *sh, 
         i = m->next;
         m->next = (m->next + 1) % LOAD_MEMO_MAX;
     }
-    memcpy(&m->ent[i].shape, sh, sizeof *sh); /* padding too: compared as bytes */
+    m->ent[i].shape = *sh;
     m->ent[i].gap = gap;
     m->ent[i].allocated = allocated;
 }

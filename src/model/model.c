@@ -74,6 +74,27 @@ bool gm_arch_hf_eager(enum gm_arch a)
     }
 }
 
+enum gm_hf_embed_names gm_arch_hf_embed_names(enum gm_arch a)
+{
+    switch (a) {
+    /* huggingface/transformers: modeling_mistral.py at 005a187 (MistralModel.embed_tokens,
+     * MistralForCausalLM.lm_head; Llama's and Mixtral's the same); modeling_qwen2.py and
+     * modeling_phi3.py at 00d4b3d2, modeling_qwen3.py at 000c33fd (Qwen2Model, Phi3Model,
+     * Qwen3Model: self.embed_tokens; the ForCausalLM classes: self.lm_head);
+     * modeling_gemma.py at 0125ac68 (GemmaModel.embed_tokens, the head tied to it) */
+    case GM_ARCH_LLAMA:
+    case GM_ARCH_MISTRAL:
+    case GM_ARCH_MIXTRAL:
+    case GM_ARCH_QWEN2:
+    case GM_ARCH_QWEN3:
+    case GM_ARCH_PHI3:
+    case GM_ARCH_GEMMA:
+        return GM_HF_EMBED_NAMES_EMBED_TOKENS;
+    default:
+        return GM_HF_EMBED_NAMES_UNKNOWN;
+    }
+}
+
 static const struct {
     enum gm_dtype t;
     const char *name; /* canonical */

@@ -455,6 +455,45 @@ static void test_nothing_fits(void **state)
         assert_false(sugg.items[i].fits);
 }
 
+/* The JSON inputs of a training job echo --trl-version beside the other stack versions
+ * (it changes a QLoRA model's frozen-base and adapter bytes): "0.13.0" when given, null
+ * when not (no TRL: nothing of it is applied). */
+static void test_report_json_trl_version(void **state)
+{
+    static const uint32_t given[] = {GM_VERSION(0, 13, 0), 0};
+    (void)state;
+    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++) {
+        struct gm_job j;
+        struct gm_estimate_report *r = NULL;
+        struct gm_error err;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+        json_t *doc, *v;
+        json_error_t jerr;
+        gm_job_init(&j);
+        j.mode = GM_EST_TRAIN;
+        j.model.model = gm_model_catalog_find("llama-3-8b");
+        j.stack.trl = given[i];
+        assert_int_equal(gm_estimate_report_run(&j, &r, &err), GM_OK);
+        f = open_memstream(&buf, &len);
+        assert_non_null(f);
+        assert_int_equal(gm_estimate_report_json(f, r, &err), GM_OK);
+        fclose(f);
+        doc = json_loadb(buf, len, 0, &jerr);
+        assert_non_null(doc);
+        v = json_object_get(json_object_get(doc, "inputs"), "trl_version");
+        assert_non_null(v);
+        if (given[i])
+            assert_string_equal(json_string_value(v), "0.13.0");
+        else
+            assert_true(json_is_null(v));
+        json_decref(doc);
+        free(buf);
+        gm_estimate_report_free(r);
+    }
+}
+
 /* The report: with a GPU the verdict and suggestions, and the JSON that carries them. */
 static void test_report_json(void **state)
 {
@@ -524,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_nothing_fits),
         cmocka_unit_test(test_report_json),
         cmocka_unit_test(test_never_impossible),
+        cmocka_unit_test(test_report_json_trl_version),
         cmocka_unit_test(test_cheapest_first),
         cmocka_unit_test(test_combination_beyond_the_sum),
     };

@@ -575,6 +575,77 @@ static void test_trl_casts_qlora_embeddings_bf16(void **state)
     assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS), w);
 }
 
+/* TRL before 0.9 also cast the LoRA adapters to bf16: peft_module_casting_to_bf16 sent every
+ * BaseTunerLayer to bfloat16 (trl/trainer/utils.py at v0.7.5 0c77f98 l. 632-633 and v0.8.6
+ * e90e8d9 l. 665-666) until commit 99f2c94b2 (PR #1644), which the first 0.9 release (0.9.2,
+ * a03e7cc4e) holds.  Their gradients and AdamW's two moments take the parameter's dtype
+ * (torch.zeros_like): at 0.8.6 the adapters, their gradients and their state are half what
+ * they are at 0.9.2 and 0.9.3, and the frozen base is the same (the embedding rule did not
+ * change). */
+static void test_trl_casts_qlora_adapters_bf16_before_0_9(void **state)
+{
+    static const char *const later[] = {"0.9.2", "0.9.3"};
+    const char *q = "--train --qlora --batch 1 --seq 512 --transformers-version 4.48.1";
+    char args[256];
+    uint64_t pa;
+    (void)state;
+    snprintf(args, sizeof args, "%s --trl-version 0.8.6", q);
+    run("mistral-7b", args, &with);
+    pa = with->lora.trainable_params;
+    assert_true(pa > 0);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_ADAPTERS), 2 * pa);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_GRADIENTS), 2 * pa);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_OPTIMIZER_STATE), 2 * 2 * pa);
+    for (size_t i = 0; i < sizeof later / sizeof later[0]; i++) {
+        snprintf(args, sizeof args, "%s --trl-version %s", q, later[i]);
+        run("mistral-7b", args, &base);
+        assert_int_equal(base->lora.trainable_params, pa);
+        assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_ADAPTERS), 4 * pa);
+        assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_GRADIENTS), 4 * pa);
+        assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_OPTIMIZER_STATE), 2 * 4 * pa);
+        assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS),
+                         gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS));
+    }
+    /* --adapter-dtype fp32 says what the run holds, whatever TRL did */
+    snprintf(args, sizeof args, "%s --trl-version 0.8.6 --adapter-dtype fp32", q);
+    run("mistral-7b", args, &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_ADAPTERS), 4 * pa);
+}
+
+/* TRL's cast matches module names, not a model family: Qwen2's HF classes name the embedding
+ * model.embed_tokens and the head lm_head as Llama's do (modeling_qwen2.py at 00d4b3d2), so
+ * Qwen2.5-7B's untied embedding and head (2 x 152064 x 3584) go back to 2 B under
+ * --trl-version 0.13.0.  Where the names were not read (GPT-NeoX: embed_in, embed_out) the
+ * upcast stays, and an assumption line says TRL's cast was not applied. */
+static void test_trl_cast_follows_the_hf_names(void **state)
+{
+    const char *q = "--train --qlora --batch 1 --seq 512 --transformers-version 4.48.1";
+    const struct gm_model *qw = gm_model_catalog_find("qwen2.5-7b");
+    char args[256];
+    uint64_t w_peft;
+    bool said = false;
+    (void)state;
+    assert_non_null(qw);
+    assert_false(qw->tied_embeddings);
+    run("qwen2.5-7b", q, &base);
+    w_peft = gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS);
+    snprintf(args, sizeof args, "%s --trl-version 0.13.0", q);
+    run("qwen2.5-7b", args, &with);
+    assert_int_equal(w_peft - gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS),
+                     2 * qw->vocab * qw->hidden * 2);
+    for (size_t i = 0; i < with->n_assumptions; i++)
+        said = said || strstr(with->assumptions[i], "not applied") != NULL;
+    assert_false(said);
+    run("pythia-1b", q, &base);
+    run("pythia-1b", args, &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_WEIGHTS),
+                     gm_estimate_kind_bytes(base, GM_KIND_WEIGHTS));
+    for (size_t i = 0; i < with->n_assumptions; i++)
+        said =
+            said || strstr(with->assumptions[i], "peft_module_casting_to_bf16 not applied") != NULL;
+    assert_true(said);
+}
+
 /* --torch-version before 2.0: torch.optim's default step is the for-loop (foreach became the
  * default on CUDA in 2.0, pytorch/pytorch PR #92306) and Optimizer.zero_grad() zeroes the
  * gradients in place (set_to_none defaults to True from 2.0, PR #92731): the same job as
@@ -1927,6 +1998,8 @@ int main(void)
         cmocka_unit_test(test_stack_presets),
         cmocka_unit_test(test_torchtune_qlora_keeps_the_rest_bf16),
         cmocka_unit_test(test_trl_casts_qlora_embeddings_bf16),
+        cmocka_unit_test(test_trl_casts_qlora_adapters_bf16_before_0_9),
+        cmocka_unit_test(test_trl_cast_follows_the_hf_names),
         cmocka_unit_test(test_torch_version_before_2_defaults),
         cmocka_unit_test(test_compiled_loss_keeps_logits_and_new_gradient),
         cmocka_unit_test(test_torchtitan_compiled_loss),
