@@ -550,9 +550,9 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
  * 'max_model_len' tokens: the settings given, else the defaults of the job's vLLM version for
  * its GPU (stage_engine.c says where each comes from). */
 /* vLLM's custom all-reduce IPC buffers on one GPU at tensor parallelism tp (0 where vLLM
- * supports none, or where 'p2p' is false: the GPUs have no peer access, or the group spans
- * nodes). */
-uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
+ * supports none, where 'p2p' is false: the GPUs have no peer access, or the group spans
+ * nodes, or at tp > 2 where 'link' is not NVLink). */
+uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p, enum gm_gpu_link link);
 /* The non-torch memory a vLLM 'version' (0: the current release) prints on one GPU beside the
  * CUDA context, NCCL and the custom all-reduce: the kernel modules and handles its process
  * loads after the version's baseline (stage_engine.c gives each figure's source). */

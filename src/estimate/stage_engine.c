@@ -570,7 +570,8 @@ bool est_vllm_mla_piecewise_only(const struct gm_job *j)
  * splits only at attention, compilation_config.splitting_ops, so vllm.all_reduce stays inside
  * the pieces) or inside its full graph.  Where each runs (CudaCommunicator.all_reduce,
  * vllm/distributed/device_communicators/cuda_communicator.py): the custom all-reduce where it is
- * enabled (tp 2, 4, 6 or 8 with peer access, the group within one node) and the input is under
+ * enabled (tp 2, 4, 6 or 8 with peer access, the group within one node, above 2 over NVLink
+ * alone: est_vllm_custom_allreduce_bytes) and the input is under
  * its max_size (should_custom_ar; the input is the size's tokens x hidden, 16-bit), captured on
  * the input's own, later IPC-registered address (CustomAllreduce.capture ->
  * register_graph_buffers, custom_all_reduce.py @ 0ad8064); else pynccl's ncclAllReduce, which
@@ -665,7 +666,8 @@ static bool vllm_custom_ar(const struct est_ctx *cx, bool *spans_nodes)
 {
     uint64_t t = cx->job->parallel.tp;
     *spans_nodes = t > cx->e->layout.gpus_per_node;
-    return est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && !*spans_nodes) != 0;
+    return est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && !*spans_nodes,
+                                           cx->job->gpu.link) != 0;
 }
 
 static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint64_t seqs,
@@ -972,11 +974,18 @@ uint64_t est_vllm_kernel_bytes(uint32_t version)
     }
 }
 
-uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
+uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p, enum gm_gpu_link link)
 {
     if (!p2p) /* CustomAllreduce.finalize_p2p: disabled without peer access */
         return 0;
     if (tp != 2 && tp != 4 && tp != 6 && tp != 8) /* CustomAllreduce._SUPPORTED_WORLD_SIZES */
+        return 0;
+    /* CustomAllreduce.__init__: "if world_size > 2 and not fully_connected", "not supported on
+     * more than two PCIe-only GPUs", before its buffers are allocated; should_custom_ar says
+     * the same ("world_size == 2 or self.fully_connected"; custom_all_reduce.py @ vllm-project/
+     * vllm 00d618a).  fully_connected is NVLink between every pair (is_fully_connected), which
+     * is GM_GPU_LINK_NVLINK; PCIe boards are not */
+    if (tp > 2 && link != GM_GPU_LINK_NVLINK)
         return 0;
     return est_div_up(VLLM_CUSTOM_AR_MAX_SIZE + 1, 2 * GM_MIB) * 2 * GM_MIB +
            VLLM_CUSTOM_AR_MAX_SIZE;
@@ -1717,7 +1726,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
      * group within one node of the resolved layout (CustomAllreduce.__init__: "disabled because
      * this process group spans across nodes",
      * vllm/distributed/device_communicators/custom_all_reduce.py @ 0ad8064) */
-    ca = est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && t <= e->layout.gpus_per_node);
+    ca = est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && t <= e->layout.gpus_per_node,
+                                         j->gpu.link);
     kernels = est_vllm_kernel_bytes(j->stack.vllm);
     /* measured, not read in code: said so, as the loss cache block is (docs/estimate.md, "The
      * kernels 0.9.2 to 0.10 count", "The kernels from 0.11") */

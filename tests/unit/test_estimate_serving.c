@@ -1799,11 +1799,16 @@ static void test_vllm_non_torch_by_version(void **state)
     uint64_t context, nccl, need, gap, reserve;
     (void)state;
     /* CustomAllreduce._SUPPORTED_WORLD_SIZES, each buffer in 2 MiB granules */
-    assert_int_equal(est_vllm_custom_allreduce_bytes(1, true), 0);
-    assert_int_equal(est_vllm_custom_allreduce_bytes(2, true), ar);
-    assert_int_equal(est_vllm_custom_allreduce_bytes(3, true), 0);
-    assert_int_equal(est_vllm_custom_allreduce_bytes(8, true), ar);
-    assert_int_equal(est_vllm_custom_allreduce_bytes(2, false), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(1, true, GM_GPU_LINK_NVLINK), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(2, true, GM_GPU_LINK_NVLINK), ar);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(3, true, GM_GPU_LINK_NVLINK), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(8, true, GM_GPU_LINK_NVLINK), ar);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(2, false, GM_GPU_LINK_NVLINK), 0);
+    /* on PCIe alone two GPUs keep it, more than two do not (CustomAllreduce.__init__: "not
+     * supported on more than two PCIe-only GPUs", custom_all_reduce.py @ 00d618a) */
+    assert_int_equal(est_vllm_custom_allreduce_bytes(2, true, GM_GPU_LINK_PCIE), ar);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(4, true, GM_GPU_LINK_PCIE), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(8, true, GM_GPU_LINK_PCIE), 0);
     /* a tensor-parallel group across two nodes (the two-node 0.10.1 log of the validation
      * rows, v027, prints "Custom allreduce is disabled because this process group spans across
      * nodes"): no IPC buffers, and with one GPU per node NCCL's buffers go through its network
@@ -2193,6 +2198,23 @@ static void test_vllm_graph_allreduces(void **state)
                          (est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NET) -
                           est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE)));
     assert_true(assumed(est, "through NCCL across nodes"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* four L40S (PCIe only, with peer access): vLLM disables the custom all-reduce above two
+     * PCIe-only GPUs, so every captured all-reduce goes through NCCL within the node and the
+     * non-torch figure holds the kernels alone, no IPC buffers (0.9.2-0.10: 20 MiB) */
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu L40S --gpus 4", &j);
+    run(&j, &est);
+    assert_true(assumed(est, "through NCCL within the node"));
+    assert_false(assumed(est, "through the custom all-reduce"));
+    assert_int_equal(est->serving.non_torch_bytes, 20 * GM_MIB);
+    gm_estimate_free(est);
+    est = NULL;
+    /* two of them keep it (world_size == 2 needs no NVLink) */
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu L40S --gpus 2", &j);
+    run(&j, &est);
+    assert_true(assumed(est, "through the custom all-reduce"));
+    assert_false(assumed(est, "through NCCL within the node"));
     gm_estimate_free(est);
     est = NULL;
 }
