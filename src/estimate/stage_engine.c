@@ -660,14 +660,19 @@ uint64_t est_vllm_graph_allreduces(const struct gm_job *j, uint64_t tokens, uint
     return bytes;
 }
 
-/* Whether the job's custom all-reduce is enabled (CustomAllreduce.__init__: a supported world
- * size, peer access, one node) and whether its tensor-parallel group spans nodes. */
-static bool vllm_custom_ar(const struct est_ctx *cx, bool *spans_nodes)
+/* The job's custom all-reduce: its IPC buffers on one GPU, 0 where it is off
+ * (CustomAllreduce.__init__: a supported world size, peer access, a group within one node of
+ * the resolved layout, "disabled because this process group spans across nodes",
+ * custom_all_reduce.py @ 0ad8064, and above two GPUs NVLink; est_vllm_custom_allreduce_bytes),
+ * and whether its tensor-parallel group spans nodes.
+ * The one place that says whether it is on: the buffers charged and the captured all-reduces
+ * priced as custom both ask it. */
+static uint64_t vllm_custom_ar(const struct est_ctx *cx, bool *spans_nodes)
 {
     uint64_t t = cx->job->parallel.tp;
     *spans_nodes = t > cx->e->layout.gpus_per_node;
     return est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && !*spans_nodes,
-                                           cx->job->gpu.link) != 0;
+                                           cx->job->gpu.link);
 }
 
 static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint64_t seqs,
@@ -677,7 +682,7 @@ static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint
     const struct gm_job *j = cx->job;
     const struct gm_model *m = cx->m;
     uint64_t layers = est_div_up(m->n_layers, j->parallel.pp) + 1, piecewise, pool, ar_bytes;
-    bool spans, custom = vllm_custom_ar(cx, &spans);
+    bool spans, custom = vllm_custom_ar(cx, &spans) != 0;
     *sizes = est_vllm_graph_sizes(j, tokens, seqs, largest);
     *full = est_vllm_full_graphs(j, tokens, seqs);
     piecewise = vllm_era_v0(vllm_era(j->stack.vllm)) ? 0 : *sizes;
@@ -1601,7 +1606,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     uint64_t load_gap = 0;       /* the weights' load replayed once: the cache it leaves */
     const char *load_why = NULL; /* what the replay does not cover, or NULL */
     unsigned kvb100, per_logit;
-    bool blas;
+    bool blas, ca_spans;
     enum vllm_sampler sampler_kind;
     enum gm_dtype kvt;
     char note[GM_EST_NOTE_MAX];
@@ -1722,12 +1727,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     /* a multimodal model's dummy encoder outputs stay through both */
     if (m->vision.kind != GM_VISION_NONE && !vllm_era_v0(era))
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
-    /* the custom all-reduce maps its peers' IPC buffers: peer access within the node, and a
-     * group within one node of the resolved layout (CustomAllreduce.__init__: "disabled because
-     * this process group spans across nodes",
-     * vllm/distributed/device_communicators/custom_all_reduce.py @ 0ad8064) */
-    ca = est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && t <= e->layout.gpus_per_node,
-                                         j->gpu.link);
+    /* the custom all-reduce maps its peers' IPC buffers where it is on (vllm_custom_ar) */
+    ca = vllm_custom_ar(cx, &ca_spans);
     kernels = est_vllm_kernel_bytes(j->stack.vllm);
     /* measured, not read in code: said so, as the loss cache block is (docs/estimate.md, "The
      * kernels 0.9.2 to 0.10 count", "The kernels from 0.11") */
