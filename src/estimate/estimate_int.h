@@ -364,6 +364,10 @@ bool est_no_p2p(const struct gm_job *j);
 bool est_node_peers(const struct est_ctx *cx);
 /* NCCL's device memory on one GPU (stage_runtime.c): the rule, or --nccl x communicators. */
 uint64_t est_nccl_bytes(struct est_ctx *cx);
+/* The part of est_nccl_bytes that is rank 0's alone: vLLM V0's receive connections for the
+ * logits' gather (est_nccl_gather_root_bytes), which the other ranks do not hold; 0 where
+ * --nccl replaces the rule or no rank gathers. */
+uint64_t est_nccl_gather_bytes(struct est_ctx *cx);
 /* One communicator as NCCL's rule sees it. */
 #define EST_NCCL_MAX_COMMS 4
 struct est_nccl_comm {

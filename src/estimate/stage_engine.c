@@ -1033,20 +1033,25 @@ uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p)
  * init_worker_distributed_environment, so the kernels remain, and at tp >= 2 the communicator
  * the profile run creates (est_vllm_profile_nccl_bytes). 'own' is the non-torch memory beside
  * the context and NCCL (est_vllm_kernel_bytes + the custom all-reduce, or --non-torch); the result
- * is also what the version charges to its budget for it. */
+ * is also what the version charges to its budget for it.  '*rank0' is the part of it rank 0
+ * alone holds, the logits' gather connections NCCL's figure carries (est_nccl_gather_bytes):
+ * the other ranks print the result less it. */
 static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uint64_t own,
-                                      uint64_t ca)
+                                      uint64_t ca, uint64_t *rank0)
 {
     const struct gm_job *j = cx->job;
+    *rank0 = 0;
     switch (era) {
     case VLLM_V0_TORCH_PEAK:
         return 0;
     case VLLM_V0_GLOBAL:
     case VLLM_V1_GLOBAL:
+        *rank0 = est_nccl_gather_bytes(cx);
         return gm_add_sat(own, gm_add_sat(est_cuda_context_bytes(cx), est_nccl_bytes(cx)));
     case VLLM_V0_INIT_BASELINE:
     case VLLM_V0_PROFILED:
     case VLLM_V1_BEFORE_NCCL:
+        *rank0 = est_nccl_gather_bytes(cx);
         return gm_add_sat(own, est_nccl_bytes(cx));
     case VLLM_V1_AFTER_NCCL:
     case VLLM_V1_GRAPHS:
@@ -1603,6 +1608,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
              graph_largest = 0, graph_full = 0, graph_ar[EST_VLLM_GRAPH_AR_PATHS] = {0}, ws,
              ws_peak, kernels;
+    uint64_t logged_rank0 = 0;   /* what of 'logged' rank 0 alone holds */
     uint64_t load_gap = 0;       /* the weights' load replayed once: the cache it leaves */
     const char *load_why = NULL; /* what the replay does not cover, or NULL */
     unsigned kvb100, per_logit;
@@ -1764,7 +1770,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                                           kernels < 64 * GM_MIB ? 0.0 : 64.0 * (double)GM_MIB,
                                           0.5 * (double)GM_GIB)),
                   ca);
-    logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca);
+    logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca, &logged_rank0);
     /* 0.6.4 to 0.6.6 count the load's unreleasable cache too (est_vllm_load_cache_gap) */
     if (vllm_counts_load_cache(j->stack.vllm) && !v->non_torch_bytes) {
         bool marlin = vllm_gptq_marlin(cx);
@@ -1826,7 +1832,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     pool = budget > need ? budget - need : 0;
     sv->worker_activation_peak_bytes = vllm_worker_peak(j, m, T, seqs, ws, blas);
     if (sv->worker_activation_peak_bytes) {
-        uint64_t wneed = gm_add_sat(gm_add_sat(w, sv->worker_activation_peak_bytes), logged);
+        /* the other ranks hold no gather receive connections: rank 0's alone */
+        uint64_t wlogged = logged > logged_rank0 ? logged - logged_rank0 : 0;
+        uint64_t wneed = gm_add_sat(gm_add_sat(w, sv->worker_activation_peak_bytes), wlogged);
         sv->worker_kv_available_bytes = budget > wneed ? budget - wneed : 0;
     }
     if (v->kv_cache_memory_bytes) /* the pool given outright: no profiling decides it */

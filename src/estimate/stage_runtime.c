@@ -516,13 +516,27 @@ uint64_t est_nccl_lib_bytes(enum est_bound bound)
                                : NCCL_LIB_BYTES;
 }
 
+/* vLLM's V0 rank 0 gathers the logits over the tensor-parallel group (above): its receive
+ * connections, the same at every end of the range; 0 for the other ranks and other jobs. */
+static uint64_t nccl_gather(const struct gm_job *j, uint64_t gpn)
+{
+    uint64_t tp = j->parallel.tp ? j->parallel.tp : 1;
+    struct est_nccl_comm c = {
+        .local_ranks = tp < gpn ? tp : gpn,
+        .link = j->gpu.link,
+        .sm = j->gpu.sm,
+        .p2p = !est_no_p2p(j),
+        .cumem = nccl_cumem(j),
+    };
+    return est_vllm_rank0_gathers(j) ? est_nccl_gather_root_bytes(&c) : 0;
+}
+
 /* The rule at one end of the range: the device code once and every communicator's memory. */
 static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, const uint64_t *apart,
                           size_t n, enum est_bound b)
 {
     const struct gm_job *j = cx->job;
     uint64_t gpn = cx->e->layout.gpus_per_node ? cx->e->layout.gpus_per_node : 1;
-    uint64_t tp = j->parallel.tp ? j->parallel.tp : 1;
     uint64_t bytes = est_nccl_lib_bytes(b);
     for (size_t i = 0; i < n; i++) {
         uint64_t on_node = gpn / apart[i] ? gpn / apart[i] : 1;
@@ -543,18 +557,17 @@ static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, const uint6
         if (c.local_ranks < 2 && c.p2p && b == EST_HIGH)
             bytes = gm_add_sat(bytes, 64 * GM_MIB);
     }
-    /* vLLM's V0 rank 0 gathers the logits over the tensor-parallel group (above) */
-    if (est_vllm_rank0_gathers(j)) {
-        struct est_nccl_comm c = {
-            .local_ranks = tp < gpn ? tp : gpn,
-            .link = j->gpu.link,
-            .sm = j->gpu.sm,
-            .p2p = !est_no_p2p(j),
-            .cumem = nccl_cumem(j),
-        };
-        bytes = gm_add_sat(bytes, est_nccl_gather_root_bytes(&c));
-    }
-    return bytes;
+    return gm_add_sat(bytes, nccl_gather(j, gpn));
+}
+
+uint64_t est_nccl_gather_bytes(struct est_ctx *cx)
+{
+    const struct gm_job *j = cx->job;
+    uint64_t ranks[EST_NCCL_MAX_COMMS], apart[EST_NCCL_MAX_COMMS];
+    size_t comms = nccl_groups(j, est_data_parallel(j), ranks, apart);
+    if (!comms || est_allocator(j) == EST_ALLOC_GGML || est_given(j, EST_SET_NCCL))
+        return 0;
+    return nccl_gather(j, cx->e->layout.gpus_per_node ? cx->e->layout.gpus_per_node : 1);
 }
 
 uint64_t est_nccl_bytes(struct est_ctx *cx)

@@ -925,6 +925,26 @@ static void test_vllm_v0_workers_without_sampler(void **state)
     assert_true(assumed(est, "only rank 0 gathers the logits and samples"));
     gm_estimate_free(est);
     est = NULL;
+    /* four A100s over NVLink at 0.7.2: rank 0's NCCL figure holds its receive connections for
+     * the logits' gather from the 3 others (est_nccl_gather_root_bytes); the other ranks hold
+     * none, so their printed KV memory is the budget less their non-torch without them */
+    {
+        const struct est_nccl_comm a100x4 = {
+            .local_ranks = 4, .link = GM_GPU_LINK_NVLINK, .sm = 80, .p2p = true};
+        uint64_t gather = est_nccl_gather_root_bytes(&a100x4);
+        job_make("qwen2.5-7b",
+                 "--infer --engine vllm --vllm-version 0.7.2 --gpu A100-80GB --gpus 4", &j);
+        run(&j, &est);
+        sv = &est->serving;
+        assert_true(gather > 0);
+        assert_true(sv->worker_activation_peak_bytes > 0);
+        assert_int_equal(sv->worker_kv_available_bytes,
+                         sv->budget_bytes - gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) -
+                             sv->worker_activation_peak_bytes -
+                             (sv->non_torch_logged_bytes - gather));
+        gm_estimate_free(est);
+        est = NULL;
+    }
     /* a short profile batch of many sequences: the logits shard (512 x 151936 padded to 64,
      * over 2) beside the hidden states outweighs Qwen2.5-1.5B's forward */
     shard = 512ull * (151936 / 64 * 64 / 2) * 2;
