@@ -641,12 +641,13 @@ enum est_vllm_graph_ar {
 const char *est_vllm_graph_ar_name(enum est_vllm_graph_ar path);
 uint64_t est_vllm_graph_ar_bytes(enum est_vllm_graph_ar path);
 const char *est_vllm_graph_ar_fit_on(enum est_vllm_graph_ar path);
-/* The all-reduces vLLM captures in all its CUDA graphs on one GPU of 'job' (2 x layers + 1 in
- * each size's graphs at tp >= 2, none at tp 1), by path into n[]: the custom all-reduce where
- * 'custom_ar' (enabled for the job) and the input is under its max_size, else NCCL, across
- * nodes where 'spans_nodes'.  Returns the graph memory they add. */
+/* The all-reduces vLLM captures in all its CUDA graphs on one GPU of 'job' (2 x the stage's
+ * layers in each size's graphs at tp >= 2, + 1 where 'embedding': the stage holds the
+ * embedding; none at tp 1), by path into n[]: the custom all-reduce where 'custom_ar' (enabled
+ * for the job) and the input is under its max_size, else NCCL, across nodes where
+ * 'spans_nodes'.  Returns the graph memory they add. */
 uint64_t est_vllm_graph_allreduces(const struct gm_job *job, uint64_t tokens, uint64_t seqs,
-                                   bool custom_ar, bool spans_nodes,
+                                   bool custom_ar, bool spans_nodes, bool embedding,
                                    uint64_t n[EST_VLLM_GRAPH_AR_PATHS]);
 /* Whether vLLM V1 captures no full decode graphs for the job's attention backend (TRITON_MLA
  * below compute capability 9.0, from 0.11 as a version given). */

@@ -566,7 +566,8 @@ bool est_vllm_mla_piecewise_only(const struct gm_job *j)
  * embedding (VocabParallelEmbedding.forward reduces the masked lookup over the ranks,
  * vllm/model_executor/layers/vocab_parallel_embedding.py) and two per decoder layer, the
  * attention's o_proj and the MLP's down_proj (RowParallelLinear, reduce_results) or the MoE
- * layer's output (FusedMoE.reduce_results): 2 x layers + 1 a size, spread over its pieces (V1
+ * layer's output (FusedMoE.reduce_results): 2 x layers + 1 a size (under a pipeline 2 x the
+ * stage's layers, + 1 on the stage with the embedding alone), spread over its pieces (V1
  * splits only at attention, compilation_config.splitting_ops, so vllm.all_reduce stays inside
  * the pieces) or inside its full graph.  Where each runs (CudaCommunicator.all_reduce,
  * vllm/distributed/device_communicators/cuda_communicator.py): the custom all-reduce where it is
@@ -633,7 +634,7 @@ static uint64_t full_graphs_upto(const struct gm_job *j, uint64_t tokens, uint64
 }
 
 uint64_t est_vllm_graph_allreduces(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
-                                   bool custom_ar, bool spans_nodes,
+                                   bool custom_ar, bool spans_nodes, bool embedding,
                                    uint64_t n[EST_VLLM_GRAPH_AR_PATHS])
 {
     const struct gm_model *m = j->model.model;
@@ -643,7 +644,8 @@ uint64_t est_vllm_graph_allreduces(const struct gm_job *j, uint64_t tokens, uint
         n[p] = 0;
     if (!m || j->parallel.tp < 2)
         return 0;
-    per_graph = 2 * est_div_up(m->n_layers, j->parallel.pp) + 1;
+    /* the embedding's all-reduce only on the stage that holds it (the first) */
+    per_graph = 2 * est_div_up(m->n_layers, j->parallel.pp) + (embedding ? 1 : 0);
     graphs = (v0 ? 0 : est_vllm_graph_sizes(j, tokens, seqs, &largest)) +
              est_vllm_full_graphs(j, tokens, seqs);
     if (custom_ar && m->hidden) {
@@ -675,6 +677,14 @@ static uint64_t vllm_custom_ar(const struct est_ctx *cx, bool *spans_nodes)
                                            cx->job->gpu.link);
 }
 
+/* Whether the stage the estimate describes holds the embedding: the one stage at pp 1; under a
+ * pipeline the figures are the stage with the larger end (engine_vllm), the first stage where
+ * the embedding is at least the lm_head, else the last. */
+static bool vllm_stage_has_embedding(const struct est_ctx *cx)
+{
+    return cx->job->parallel.pp < 2 || cx->pc.lm_head <= cx->pc.embedding;
+}
+
 static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint64_t seqs,
                                  uint64_t t, uint64_t *sizes, uint64_t *largest, uint64_t *full,
                                  uint64_t ar[EST_VLLM_GRAPH_AR_PATHS])
@@ -689,7 +699,8 @@ static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint
     pool = profile_activations(m, *largest, t);
     if (vllm_awq_plain(cx) && vllm_awq_dequant_peak(m, *largest, t) > pool)
         pool = vllm_awq_dequant_peak(m, *largest, t);
-    ar_bytes = est_vllm_graph_allreduces(j, tokens, seqs, custom, spans, ar);
+    ar_bytes =
+        est_vllm_graph_allreduces(j, tokens, seqs, custom, spans, vllm_stage_has_embedding(cx), ar);
     return gm_add_sat(
         gm_add_sat(gm_add_sat(gm_mul_sat(gm_mul_sat(piecewise, layers), GRAPH_PIECE_BYTES),
                               gm_mul_sat(gm_mul_sat(*full, layers), GRAPH_FULL_LAYER_BYTES)),
@@ -1676,7 +1687,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         /* the stage with the most layers and the larger end (embedding, or lm_head) */
         uint64_t ends = gm_mul_div_u64(w, cx->pc.embedding + cx->pc.lm_head, n ? n : 1);
         uint64_t end = gm_mul_div_u64(
-            w, cx->pc.lm_head > cx->pc.embedding ? cx->pc.lm_head : cx->pc.embedding, n ? n : 1);
+            w, vllm_stage_has_embedding(cx) ? cx->pc.embedding : cx->pc.lm_head, n ? n : 1);
         w = gm_add_sat(gm_mul_div_u64(w > ends ? w - ends : 0, layers, m->n_layers), end);
     }
     /* the weights vLLM logs and charges are the allocated bytes its load added
@@ -1896,11 +1907,12 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         if (graph_ar[p])
             est_assume(e,
                        "vLLM CUDA graphs at tp %llu: %llu all-reduces captured through %s "
-                       "(2 x %llu layers + 1 in each size's graphs), %.0f KiB each (fit on rows "
+                       "(2 x %llu layers%s in each size's graphs), %.0f KiB each (fit on rows "
                        "of vllm_startup_logs.csv: %s)",
                        (unsigned long long)t, (unsigned long long)graph_ar[p],
                        est_vllm_graph_ar_name((enum est_vllm_graph_ar)p),
                        (unsigned long long)est_div_up(m->n_layers, pp),
+                       vllm_stage_has_embedding(cx) ? " + 1" : "",
                        (double)est_vllm_graph_ar_bytes((enum est_vllm_graph_ar)p) / (double)GM_KIB,
                        est_vllm_graph_ar_fit_on((enum est_vllm_graph_ar)p));
     if (graphs && est_vllm_mla_piecewise_only(j))

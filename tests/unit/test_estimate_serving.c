@@ -2165,33 +2165,47 @@ static void test_vllm_graph_allreduces(void **state)
     const uint64_t pieces = 67ull * 29 * 235 * 1024;
     (void)state;
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
-    assert_int_equal(est_vllm_graph_allreduces(&j, 2048, 256, true, false, n), 0);
+    assert_int_equal(est_vllm_graph_allreduces(&j, 2048, 256, true, false, true, n), 0);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM] + n[EST_VLLM_GRAPH_AR_NCCL_NODE], 0);
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --tp 2",
              &j);
     /* 67 sizes x (2 x 28 + 1); 512 x 3584 x 2 B is under 8 MiB: all custom */
-    bytes = est_vllm_graph_allreduces(&j, 2048, 256, true, false, n);
+    bytes = est_vllm_graph_allreduces(&j, 2048, 256, true, false, true, n);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], 67 * 57);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NODE] + n[EST_VLLM_GRAPH_AR_NCCL_NET], 0);
     assert_int_equal(bytes, 67ull * 57 * est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_CUSTOM));
-    est_vllm_graph_allreduces(&j, 2048, 256, false, false, n);
+    est_vllm_graph_allreduces(&j, 2048, 256, false, false, true, n);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NODE], 67 * 57);
-    est_vllm_graph_allreduces(&j, 2048, 256, false, true, n);
+    est_vllm_graph_allreduces(&j, 2048, 256, false, true, true, n);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NET], 67 * 57);
     /* the paths' figures as fit: NCCL across nodes above NCCL within one above the kernel */
     assert_true(est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NET) >
                 est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE));
     assert_true(est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE) >
                 est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_CUSTOM));
+    /* a pipeline stage: 2 x its 14 layers, + 1 only on the stage that holds the embedding
+     * (VocabParallelEmbedding runs on the first stage alone) */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --tp 2 --pp 2", &j);
+    est_vllm_graph_allreduces(&j, 2048, 256, true, false, true, n);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], 67 * 29);
+    est_vllm_graph_allreduces(&j, 2048, 256, true, false, false, n);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], 67 * 28);
+    /* the estimate describes the stage with the larger end: Qwen2.5-7B's embedding and
+     * lm_head are the same size, so the first stage, with the embedding's all-reduce */
+    run(&j, &est);
+    assert_true(assumed(est, "(2 x 14 layers + 1 in each size's graphs)"));
+    gm_estimate_free(est);
+    est = NULL;
     /* from 0.11 the full decode graphs hold them too: 35 piecewise sizes + 19 full graphs */
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.11.0 --gpu A100-80GB --tp 2",
              &j);
-    est_vllm_graph_allreduces(&j, 2048, 128, true, false, n);
+    est_vllm_graph_allreduces(&j, 2048, 128, true, false, true, n);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], (35 + 19) * 57);
     /* hidden 8192: 512 tokens are 8 MiB, not under max_size: that size's through NCCL */
     job_make("llama-3.1-70b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --tp 8",
              &j);
-    est_vllm_graph_allreduces(&j, 2048, 256, true, false, n);
+    est_vllm_graph_allreduces(&j, 2048, 256, true, false, true, n);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], 66 * 161);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NODE], 1 * 161);
 
