@@ -1746,6 +1746,18 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
     /* the custom all-reduce maps its peers' IPC buffers where it is on (vllm_custom_ar) */
     ca = vllm_custom_ar(cx, &ca_spans);
+    /* With PyTorch's symmetric memory enabled (VLLM_ALLREDUCE_USE_SYMM_MEM, PR #20759), vLLM
+     * lowers max_size on compute capability 9.0, 10.0 and 10.3 to CUSTOM_ALL_REDUCE_MAX_SIZES
+     * per world size (sm 9.0 at tp 8: 256 KiB; CustomAllreduce.__init__, all_reduce_utils.py @
+     * vllm-project/vllm 00d618a).  Its default went on (PR #24111, #25070) and off (PR #24696,
+     * #26925) more than once, and which releases ship it on is not read: the 8 MiB default is
+     * kept, and said, where the table would apply. */
+    if (ca && cx->bound == EST_POINT && (j->gpu.sm == 90 || j->gpu.sm == 100 || j->gpu.sm == 103))
+        est_assume(e,
+                   "vLLM custom all-reduce: max_size 8 MiB assumed (buffers and the inputs it "
+                   "reduces); with VLLM_ALLREDUCE_USE_SYMM_MEM on, vLLM lowers it on sm %u.%u per "
+                   "tp (CUSTOM_ALL_REDUCE_MAX_SIZES), not modelled",
+                   j->gpu.sm / 10, j->gpu.sm % 10);
     kernels = est_vllm_kernel_bytes(j->stack.vllm);
     /* measured, not read in code: said so, as the loss cache block is (docs/estimate.md, "The
      * kernels 0.9.2 to 0.10 count", "The kernels from 0.11") */
