@@ -34,6 +34,7 @@
  * given (est_uncertain()). */
 #include "estimate/estimate_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,6 +59,15 @@ static bool vllm_world_warmup(const struct gm_job *j)
     uint32_t v = j->stack.vllm;
     return est_allocator(j) == EST_ALLOC_VLLM && v >= GM_VERSION(0, 4, 0) &&
            v < GM_VERSION(0, 5, 1) && vllm_world(j) > 1;
+}
+
+/* One group more in nccl_groups' arrays of EST_NCCL_MAX_COMMS: 'r' ranks, 'a' apart.  The cap
+ * holds every job today (estimate_int.h); a group added past it is a programmer error. */
+static void add_group(uint64_t *ranks, uint64_t *apart, size_t *n, uint64_t r, uint64_t a)
+{
+    assert(*n < EST_NCCL_MAX_COMMS);
+    apart[*n] = a;
+    ranks[(*n)++] = r;
 }
 
 /* The NCCL communicators of one rank, one per process group it talks in: the ranks of each
@@ -92,42 +102,33 @@ static size_t nccl_groups(const struct gm_job *j, uint64_t dp, uint64_t *ranks, 
      * in vLLM 0.4 to 0.5.0 the default (world) group's, which the worker warms up (above) */
     if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_SGLANG) {
         if (p->tp > 1) {
-            apart[n] = 1;
-            ranks[n++] = p->tp;
-            apart[n] = 1;
-            ranks[n++] = p->tp;
+            add_group(ranks, apart, &n, p->tp, 1);
+            add_group(ranks, apart, &n, p->tp, 1);
         }
         if (p->pp > 1) {
-            apart[n] = tp;
-            ranks[n++] = p->pp;
+            add_group(ranks, apart, &n, p->pp, tp);
         }
         if (vllm_world_warmup(j)) {
-            apart[n] = 1;
-            ranks[n++] = vllm_world(j);
+            add_group(ranks, apart, &n, vllm_world(j), 1);
         }
         return n;
     }
     if (p->gpus <= 1 || (j->mode != GM_EST_TRAIN && p->tp <= 1))
         return 0;
     if (dp > 1) {
-        apart[n] = tp;
-        ranks[n++] = dp;
+        add_group(ranks, apart, &n, dp, tp);
     }
     if (p->tp > 1) {
-        apart[n] = 1;
-        ranks[n++] = p->tp;
+        add_group(ranks, apart, &n, p->tp, 1);
     }
     if (p->pp > 1) { /* torch's send/recv: one communicator per pair of neighbours */
-        apart[n] = tp * (dp ? dp : 1);
-        ranks[n++] = 2;
+        add_group(ranks, apart, &n, 2, tp * (dp ? dp : 1));
     }
     if (p->ep > 1) {
-        apart[n] = tp;
-        ranks[n++] = p->ep;
+        add_group(ranks, apart, &n, p->ep, tp);
     }
     if (!n) {
-        apart[n] = 1;
-        ranks[n++] = p->gpus;
+        add_group(ranks, apart, &n, p->gpus, 1);
     }
     return n;
 }
