@@ -580,12 +580,13 @@ bool est_vllm_mla_piecewise_only(const struct gm_job *j)
  * with a host callback per collective that posts the proxy's operations at each replay
  * (ncclLaunchPrepare: "We have to launch host tasks to push proxy args", hostStreamPlanCallback,
  * src/enqueue.cc @ NVIDIA/nccl 5d3ab08).  What the driver keeps per captured collective is not
- * read in any code: EST_VLLM_GRAPH_AR_* are the bytes each path adds, read from 0.10.1-0.10.0
+ * read in any code: EST_VLLM_GRAPH_AR_* are the bytes each path adds, read from 0.10.0-0.10.1
  * rows of tests/data/validation/vllm_startup_logs.csv beside the model above (its per-piece
  * bytes fit at tp 1): NCCL within a node from v025/v026 (Qwen2.5-7B tp 2 without peer access,
  * 0.65 GiB: 181 MiB above the tp 1 figure over 67 x 57 all-reduces), NCCL across nodes from v027
  * (the same at one GPU per node, 1.00 GiB: 540 MiB), the custom all-reduce from v071 (Qwen3-32B,
- * tp 8 on H100s, 1.17 GiB: 174 MiB over 67 x 129); judged on v036 and v028 (rows marked "# fit:").
+ * tp 8 on H100s, 1.17 GiB: 174 MiB over 67 x 129), these four marked "# fit:" in the CSV (not
+ * among the judged rows); judged on v036 and v028.
  */
 static const uint64_t vllm_graph_ar_bytes[EST_VLLM_GRAPH_AR_PATHS] = {
     [EST_VLLM_GRAPH_AR_CUSTOM] = 21 * GM_KIB,
