@@ -1805,11 +1805,14 @@ static void test_vllm_non_torch_by_version(void **state)
         uint64_t kernels; /* est_vllm_kernel_bytes: 0.10's 20 MiB, 0.11's 143, else 94 */
         unsigned comms;   /* NCCL communicators: the world group's too in 0.4 to 0.5.0 */
         bool gather;      /* V0 from 0.2.7: rank 0 receives the logits' gather */
-    } charged[] = {{"0.2.5", true, 94 * GM_MIB, 2, false},  {"0.3.1", true, 94 * GM_MIB, 2, true},
-                   {"0.3.2", false, 94 * GM_MIB, 2, true},  {"0.5.0", false, 94 * GM_MIB, 3, true},
-                   {"0.6.3", false, 94 * GM_MIB, 2, true},  {"0.6.4", true, 94 * GM_MIB, 2, true},
-                   {"0.6.5", false, 94 * GM_MIB, 2, true},  {"0.7.2", false, 94 * GM_MIB, 2, true},
-                   {"0.10.1", false, 20 * GM_MIB, 2, false}};
+    } charged[] = {
+        {"0.2.5", true, 94 * GM_MIB, 2, false}, {"0.2.6", true, 94 * GM_MIB, 2, false},
+        {"0.2.7", true, 94 * GM_MIB, 2, true}, /* the gather's first version */
+        {"0.3.1", true, 94 * GM_MIB, 2, true},  {"0.3.2", false, 94 * GM_MIB, 2, true},
+        {"0.4.0", false, 94 * GM_MIB, 3, true}, /* the world warm-up's first */
+        {"0.5.0", false, 94 * GM_MIB, 3, true}, {"0.6.3", false, 94 * GM_MIB, 2, true},
+        {"0.6.4", true, 94 * GM_MIB, 2, true},  {"0.6.5", false, 94 * GM_MIB, 2, true},
+        {"0.7.2", false, 94 * GM_MIB, 2, true}, {"0.10.1", false, 20 * GM_MIB, 2, false}};
     /* 'kernels' of 0.11 and the current release; 'kernels10' of 0.9.2 to 0.10; 'kernels_v0' of V0
      */
     const uint64_t kernels = 143 * GM_MIB, kernels10 = 20 * GM_MIB, kernels_v0 = 94 * GM_MIB,
@@ -1944,8 +1947,8 @@ static void test_vllm_non_torch_by_version(void **state)
          * at most the replay's reserve above the forward's own peak (test_vllm_profile_reserve
          * checks the figure) */
         reserve = 0;
-        if (!strcmp(charged[i].version, "0.3.2") || !strcmp(charged[i].version, "0.5.0") ||
-            !strcmp(charged[i].version, "0.6.3")) {
+        if (!strcmp(charged[i].version, "0.3.2") || !strcmp(charged[i].version, "0.4.0") ||
+            !strcmp(charged[i].version, "0.5.0") || !strcmp(charged[i].version, "0.6.3")) {
             struct gm_error err;
             assert_int_equal(est_vllm_profile_reserve(j.model.model,
                                                       est->serving.max_num_batched_tokens, 2,
