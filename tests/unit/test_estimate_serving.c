@@ -2181,11 +2181,6 @@ static void test_vllm_graph_allreduces(void **state)
     assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NODE], 67 * 57);
     est_vllm_graph_allreduces(&j, 2048, 256, false, true, true, n);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NET], 67 * 57);
-    /* the paths' figures as fit: NCCL across nodes above NCCL within one above the kernel */
-    assert_true(est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NET) >
-                est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE));
-    assert_true(est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE) >
-                est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_CUSTOM));
     /* a pipeline stage: 2 x its 14 layers, + 1 only on the stage that holds the embedding
      * (VocabParallelEmbedding runs on the first stage alone) */
     job_make("qwen2.5-7b",
