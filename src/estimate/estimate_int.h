@@ -364,6 +364,10 @@ bool est_no_p2p(const struct gm_job *j);
 bool est_node_peers(const struct est_ctx *cx);
 /* NCCL's device memory on one GPU (stage_runtime.c): the rule, or --nccl x communicators. */
 uint64_t est_nccl_bytes(struct est_ctx *cx);
+/* The part of est_nccl_bytes that is rank 0's alone: vLLM V0's receive connections for the
+ * logits' gather (est_nccl_gather_root_bytes), which the other ranks do not hold; 0 where
+ * --nccl replaces the rule or no rank gathers. */
+uint64_t est_nccl_gather_bytes(struct est_ctx *cx);
 /* One communicator as NCCL's rule sees it. */
 #define EST_NCCL_MAX_COMMS 4
 struct est_nccl_comm {
@@ -550,9 +554,9 @@ uint64_t est_vllm_kv_per_token(const struct gm_model *m, uint64_t tp, uint64_t p
  * 'max_model_len' tokens: the settings given, else the defaults of the job's vLLM version for
  * its GPU (stage_engine.c says where each comes from). */
 /* vLLM's custom all-reduce IPC buffers on one GPU at tensor parallelism tp (0 where vLLM
- * supports none, or where 'p2p' is false: the GPUs have no peer access, or the group spans
- * nodes). */
-uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p);
+ * supports none, where 'p2p' is false: the GPUs have no peer access, or the group spans
+ * nodes, or at tp > 2 where 'link' is not NVLink). */
+uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p, enum gm_gpu_link link);
 /* The non-torch memory a vLLM 'version' (0: the current release) prints on one GPU beside the
  * CUDA context, NCCL and the custom all-reduce: the kernel modules and handles its process
  * loads after the version's baseline (stage_engine.c gives each figure's source). */
@@ -637,12 +641,13 @@ enum est_vllm_graph_ar {
 const char *est_vllm_graph_ar_name(enum est_vllm_graph_ar path);
 uint64_t est_vllm_graph_ar_bytes(enum est_vllm_graph_ar path);
 const char *est_vllm_graph_ar_fit_on(enum est_vllm_graph_ar path);
-/* The all-reduces vLLM captures in all its CUDA graphs on one GPU of 'job' (2 x layers + 1 in
- * each size's graphs at tp >= 2, none at tp 1), by path into n[]: the custom all-reduce where
- * 'custom_ar' (enabled for the job) and the input is under its max_size, else NCCL, across
- * nodes where 'spans_nodes'.  Returns the graph memory they add. */
+/* The all-reduces vLLM captures in all its CUDA graphs on one GPU of 'job' (2 x the stage's
+ * layers in each size's graphs at tp >= 2, + 1 where 'embedding': the stage holds the
+ * embedding; none at tp 1), by path into n[]: the custom all-reduce where 'custom_ar' (enabled
+ * for the job) and the input is under its max_size, else NCCL, across nodes where
+ * 'spans_nodes'.  Returns the graph memory they add. */
 uint64_t est_vllm_graph_allreduces(const struct gm_job *job, uint64_t tokens, uint64_t seqs,
-                                   bool custom_ar, bool spans_nodes,
+                                   bool custom_ar, bool spans_nodes, bool embedding,
                                    uint64_t n[EST_VLLM_GRAPH_AR_PATHS]);
 /* Whether vLLM V1 captures no full decode graphs for the job's attention backend (TRITON_MLA
  * below compute capability 9.0, from 0.11 as a version given). */

@@ -567,11 +567,13 @@ bool est_vllm_mla_piecewise_only(const struct gm_job *j)
  * embedding (VocabParallelEmbedding.forward reduces the masked lookup over the ranks,
  * vllm/model_executor/layers/vocab_parallel_embedding.py) and two per decoder layer, the
  * attention's o_proj and the MLP's down_proj (RowParallelLinear, reduce_results) or the MoE
- * layer's output (FusedMoE.reduce_results): 2 x layers + 1 a size, spread over its pieces (V1
+ * layer's output (FusedMoE.reduce_results): 2 x layers + 1 a size (under a pipeline 2 x the
+ * stage's layers, + 1 on the stage with the embedding alone), spread over its pieces (V1
  * splits only at attention, compilation_config.splitting_ops, so vllm.all_reduce stays inside
  * the pieces) or inside its full graph.  Where each runs (CudaCommunicator.all_reduce,
  * vllm/distributed/device_communicators/cuda_communicator.py): the custom all-reduce where it is
- * enabled (tp 2, 4, 6 or 8 with peer access, the group within one node) and the input is under
+ * enabled (tp 2, 4, 6 or 8 with peer access, the group within one node, above 2 over NVLink
+ * alone: est_vllm_custom_allreduce_bytes) and the input is under
  * its max_size (should_custom_ar; the input is the size's tokens x hidden, 16-bit), captured on
  * the input's own, later IPC-registered address (CustomAllreduce.capture ->
  * register_graph_buffers, custom_all_reduce.py @ 0ad8064); else pynccl's ncclAllReduce, which
@@ -579,12 +581,13 @@ bool est_vllm_mla_piecewise_only(const struct gm_job *j)
  * with a host callback per collective that posts the proxy's operations at each replay
  * (ncclLaunchPrepare: "We have to launch host tasks to push proxy args", hostStreamPlanCallback,
  * src/enqueue.cc @ NVIDIA/nccl 5d3ab08).  What the driver keeps per captured collective is not
- * read in any code: EST_VLLM_GRAPH_AR_* are the bytes each path adds, read from 0.10.1-0.10.0
+ * read in any code: EST_VLLM_GRAPH_AR_* are the bytes each path adds, read from 0.10.0-0.10.1
  * rows of tests/data/validation/vllm_startup_logs.csv beside the model above (its per-piece
  * bytes fit at tp 1): NCCL within a node from v025/v026 (Qwen2.5-7B tp 2 without peer access,
  * 0.65 GiB: 181 MiB above the tp 1 figure over 67 x 57 all-reduces), NCCL across nodes from v027
  * (the same at one GPU per node, 1.00 GiB: 540 MiB), the custom all-reduce from v071 (Qwen3-32B,
- * tp 8 on H100s, 1.17 GiB: 174 MiB over 67 x 129); judged on v036 and v028 (rows marked "# fit:").
+ * tp 8 on H100s, 1.17 GiB: 174 MiB over 67 x 129), these four marked "# fit:" in the CSV (not
+ * among the judged rows); judged on v036 and v028.
  */
 static const uint64_t vllm_graph_ar_bytes[EST_VLLM_GRAPH_AR_PATHS] = {
     [EST_VLLM_GRAPH_AR_CUSTOM] = 21 * GM_KIB,
@@ -633,7 +636,7 @@ static uint64_t full_graphs_upto(const struct gm_job *j, uint64_t tokens, uint64
 }
 
 uint64_t est_vllm_graph_allreduces(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
-                                   bool custom_ar, bool spans_nodes,
+                                   bool custom_ar, bool spans_nodes, bool embedding,
                                    uint64_t n[EST_VLLM_GRAPH_AR_PATHS])
 {
     const struct gm_model *m = j->model.model;
@@ -643,7 +646,8 @@ uint64_t est_vllm_graph_allreduces(const struct gm_job *j, uint64_t tokens, uint
         n[p] = 0;
     if (!m || j->parallel.tp < 2)
         return 0;
-    per_graph = 2 * est_div_up(m->n_layers, j->parallel.pp) + 1;
+    /* the embedding's all-reduce only on the stage that holds it (the first) */
+    per_graph = 2 * est_div_up(m->n_layers, j->parallel.pp) + (embedding ? 1 : 0);
     graphs = (v0 ? 0 : est_vllm_graph_sizes(j, tokens, seqs, &largest)) +
              est_vllm_full_graphs(j, tokens, seqs);
     if (custom_ar && m->hidden) {
@@ -660,13 +664,27 @@ uint64_t est_vllm_graph_allreduces(const struct gm_job *j, uint64_t tokens, uint
     return bytes;
 }
 
-/* Whether the job's custom all-reduce is enabled (CustomAllreduce.__init__: a supported world
- * size, peer access, one node) and whether its tensor-parallel group spans nodes. */
-static bool vllm_custom_ar(const struct est_ctx *cx, bool *spans_nodes)
+/* The job's custom all-reduce: its IPC buffers on one GPU, 0 where it is off
+ * (CustomAllreduce.__init__: a supported world size, peer access, a group within one node of
+ * the resolved layout, "disabled because this process group spans across nodes",
+ * custom_all_reduce.py @ 0ad8064, and above two GPUs NVLink; est_vllm_custom_allreduce_bytes),
+ * and whether its tensor-parallel group spans nodes.
+ * The one place that says whether it is on: the buffers charged and the captured all-reduces
+ * priced as custom both ask it. */
+static uint64_t vllm_custom_ar(const struct est_ctx *cx, bool *spans_nodes)
 {
     uint64_t t = cx->job->parallel.tp;
     *spans_nodes = t > cx->e->layout.gpus_per_node;
-    return est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && !*spans_nodes) != 0;
+    return est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && !*spans_nodes,
+                                           cx->job->gpu.link);
+}
+
+/* Whether the stage the estimate describes holds the embedding: the one stage at pp 1; under a
+ * pipeline the figures are the stage with the larger end (engine_vllm), the first stage where
+ * the embedding is at least the lm_head, else the last. */
+static bool vllm_stage_has_embedding(const struct est_ctx *cx)
+{
+    return cx->job->parallel.pp < 2 || cx->pc.lm_head <= cx->pc.embedding;
 }
 
 static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint64_t seqs,
@@ -676,14 +694,15 @@ static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint
     const struct gm_job *j = cx->job;
     const struct gm_model *m = cx->m;
     uint64_t layers = est_div_up(m->n_layers, j->parallel.pp) + 1, piecewise, pool, ar_bytes;
-    bool spans, custom = vllm_custom_ar(cx, &spans);
+    bool spans, custom = vllm_custom_ar(cx, &spans) != 0;
     *sizes = est_vllm_graph_sizes(j, tokens, seqs, largest);
     *full = est_vllm_full_graphs(j, tokens, seqs);
     piecewise = vllm_era_v0(vllm_era(j->stack.vllm)) ? 0 : *sizes;
     pool = profile_activations(m, *largest, t);
     if (vllm_awq_plain(cx) && vllm_awq_dequant_peak(m, *largest, t) > pool)
         pool = vllm_awq_dequant_peak(m, *largest, t);
-    ar_bytes = est_vllm_graph_allreduces(j, tokens, seqs, custom, spans, ar);
+    ar_bytes =
+        est_vllm_graph_allreduces(j, tokens, seqs, custom, spans, vllm_stage_has_embedding(cx), ar);
     return gm_add_sat(
         gm_add_sat(gm_add_sat(gm_mul_sat(gm_mul_sat(piecewise, layers), GRAPH_PIECE_BYTES),
                               gm_mul_sat(gm_mul_sat(*full, layers), GRAPH_FULL_LAYER_BYTES)),
@@ -973,11 +992,18 @@ uint64_t est_vllm_kernel_bytes(uint32_t version)
     }
 }
 
-uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p)
+uint64_t est_vllm_custom_allreduce_bytes(uint64_t tp, bool p2p, enum gm_gpu_link link)
 {
     if (!p2p) /* CustomAllreduce.finalize_p2p: disabled without peer access */
         return 0;
     if (tp != 2 && tp != 4 && tp != 6 && tp != 8) /* CustomAllreduce._SUPPORTED_WORLD_SIZES */
+        return 0;
+    /* CustomAllreduce.__init__: "if world_size > 2 and not fully_connected", "not supported on
+     * more than two PCIe-only GPUs", before its buffers are allocated; should_custom_ar says
+     * the same ("world_size == 2 or self.fully_connected"; custom_all_reduce.py @ vllm-project/
+     * vllm 00d618a).  fully_connected is NVLink between every pair (is_fully_connected), which
+     * is GM_GPU_LINK_NVLINK; PCIe boards are not */
+    if (tp > 2 && link != GM_GPU_LINK_NVLINK)
         return 0;
     return est_div_up(VLLM_CUSTOM_AR_MAX_SIZE + 1, 2 * GM_MIB) * 2 * GM_MIB +
            VLLM_CUSTOM_AR_MAX_SIZE;
@@ -1020,20 +1046,25 @@ uint64_t est_vllm_profile_nccl_bytes(uint32_t version, uint64_t tp, bool p2p)
  * init_worker_distributed_environment, so the kernels remain, and at tp >= 2 the communicator
  * the profile run creates (est_vllm_profile_nccl_bytes). 'own' is the non-torch memory beside
  * the context and NCCL (est_vllm_kernel_bytes + the custom all-reduce, or --non-torch); the result
- * is also what the version charges to its budget for it. */
+ * is also what the version charges to its budget for it.  '*rank0' is the part of it rank 0
+ * alone holds, the logits' gather connections NCCL's figure carries (est_nccl_gather_bytes):
+ * the other ranks print the result less it. */
 static uint64_t vllm_non_torch_logged(struct est_ctx *cx, enum vllm_era era, uint64_t own,
-                                      uint64_t ca)
+                                      uint64_t ca, uint64_t *rank0)
 {
     const struct gm_job *j = cx->job;
+    *rank0 = 0;
     switch (era) {
     case VLLM_V0_TORCH_PEAK:
         return 0;
     case VLLM_V0_GLOBAL:
     case VLLM_V1_GLOBAL:
+        *rank0 = est_nccl_gather_bytes(cx);
         return gm_add_sat(own, gm_add_sat(est_cuda_context_bytes(cx), est_nccl_bytes(cx)));
     case VLLM_V0_INIT_BASELINE:
     case VLLM_V0_PROFILED:
     case VLLM_V1_BEFORE_NCCL:
+        *rank0 = est_nccl_gather_bytes(cx);
         return gm_add_sat(own, est_nccl_bytes(cx));
     case VLLM_V1_AFTER_NCCL:
     case VLLM_V1_GRAPHS:
@@ -1598,10 +1629,11 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
              graph_largest = 0, graph_full = 0, graph_ar[EST_VLLM_GRAPH_AR_PATHS] = {0}, ws,
              ws_peak, kernels;
+    uint64_t logged_rank0 = 0;   /* what of 'logged' rank 0 alone holds */
     uint64_t load_gap = 0;       /* the weights' load replayed once: the cache it leaves */
     const char *load_why = NULL; /* what the replay does not cover, or NULL */
     unsigned kvb100, per_logit;
-    bool blas;
+    bool blas, ca_spans;
     enum vllm_sampler sampler_kind;
     enum gm_dtype kvt;
     char note[GM_EST_NOTE_MAX];
@@ -1665,7 +1697,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         /* the stage with the most layers and the larger end (embedding, or lm_head) */
         uint64_t ends = gm_mul_div_u64(w, cx->pc.embedding + cx->pc.lm_head, n ? n : 1);
         uint64_t end = gm_mul_div_u64(
-            w, cx->pc.lm_head > cx->pc.embedding ? cx->pc.lm_head : cx->pc.embedding, n ? n : 1);
+            w, vllm_stage_has_embedding(cx) ? cx->pc.embedding : cx->pc.lm_head, n ? n : 1);
         w = gm_add_sat(gm_mul_div_u64(w > ends ? w - ends : 0, layers, m->n_layers), end);
     }
     /* the weights vLLM logs and charges are the allocated bytes its load added
@@ -1722,11 +1754,20 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     /* a multimodal model's dummy encoder outputs stay through both */
     if (m->vision.kind != GM_VISION_NONE && !vllm_era_v0(era))
         act = gm_add_sat(act, vllm_encoder_cache(cx, T));
-    /* the custom all-reduce maps its peers' IPC buffers: peer access within the node, and a
-     * group within one node of the resolved layout (CustomAllreduce.__init__: "disabled because
-     * this process group spans across nodes",
-     * vllm/distributed/device_communicators/custom_all_reduce.py @ 0ad8064) */
-    ca = est_vllm_custom_allreduce_bytes(t, est_node_peers(cx) && t <= e->layout.gpus_per_node);
+    /* the custom all-reduce maps its peers' IPC buffers where it is on (vllm_custom_ar) */
+    ca = vllm_custom_ar(cx, &ca_spans);
+    /* With PyTorch's symmetric memory enabled (VLLM_ALLREDUCE_USE_SYMM_MEM, PR #20759), vLLM
+     * lowers max_size on compute capability 9.0, 10.0 and 10.3 to CUSTOM_ALL_REDUCE_MAX_SIZES
+     * per world size (sm 9.0 at tp 8: 256 KiB; CustomAllreduce.__init__, all_reduce_utils.py @
+     * vllm-project/vllm 00d618a).  Its default went on (PR #24111, #25070) and off (PR #24696,
+     * #26925) more than once, and which releases ship it on is not read: the 8 MiB default is
+     * kept, and said, where the table would apply. */
+    if (ca && cx->bound == EST_POINT && (j->gpu.sm == 90 || j->gpu.sm == 100 || j->gpu.sm == 103))
+        est_assume(e,
+                   "vLLM custom all-reduce: max_size 8 MiB assumed (buffers and the inputs it "
+                   "reduces); with VLLM_ALLREDUCE_USE_SYMM_MEM on, vLLM lowers it on sm %u.%u per "
+                   "tp (CUSTOM_ALL_REDUCE_MAX_SIZES), not modelled",
+                   j->gpu.sm / 10, j->gpu.sm % 10);
     kernels = est_vllm_kernel_bytes(j->stack.vllm);
     /* measured, not read in code: said so, as the loss cache block is (docs/estimate.md, "The
      * kernels 0.9.2 to 0.10 count", "The kernels from 0.11") */
@@ -1762,7 +1803,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                                           kernels < 64 * GM_MIB ? 0.0 : 64.0 * (double)GM_MIB,
                                           0.5 * (double)GM_GIB)),
                   ca);
-    logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca);
+    logged = vllm_non_torch_logged(cx, era, non_torch, v->non_torch_bytes ? 0 : ca, &logged_rank0);
     /* 0.6.4 to 0.6.6 count the load's unreleasable cache too (est_vllm_load_cache_gap) */
     if (vllm_counts_load_cache(j->stack.vllm) && !v->non_torch_bytes) {
         bool marlin = vllm_gptq_marlin(cx);
@@ -1824,7 +1865,9 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     pool = budget > need ? budget - need : 0;
     sv->worker_activation_peak_bytes = vllm_worker_peak(j, m, T, seqs, ws, blas);
     if (sv->worker_activation_peak_bytes) {
-        uint64_t wneed = gm_add_sat(gm_add_sat(w, sv->worker_activation_peak_bytes), logged);
+        /* the other ranks hold no gather receive connections: rank 0's alone */
+        uint64_t wlogged = logged > logged_rank0 ? logged - logged_rank0 : 0;
+        uint64_t wneed = gm_add_sat(gm_add_sat(w, sv->worker_activation_peak_bytes), wlogged);
         sv->worker_kv_available_bytes = budget > wneed ? budget - wneed : 0;
     }
     if (v->kv_cache_memory_bytes) /* the pool given outright: no profiling decides it */
@@ -1886,11 +1929,12 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
         if (graph_ar[p])
             est_assume(e,
                        "vLLM CUDA graphs at tp %llu: %llu all-reduces captured through %s "
-                       "(2 x %llu layers + 1 in each size's graphs), %.0f KiB each (fit on rows "
+                       "(2 x %llu layers%s in each size's graphs), %.0f KiB each (fit on rows "
                        "of vllm_startup_logs.csv: %s)",
                        (unsigned long long)t, (unsigned long long)graph_ar[p],
                        est_vllm_graph_ar_name((enum est_vllm_graph_ar)p),
                        (unsigned long long)est_div_up(m->n_layers, pp),
+                       vllm_stage_has_embedding(cx) ? " + 1" : "",
                        (double)est_vllm_graph_ar_bytes((enum est_vllm_graph_ar)p) / (double)GM_KIB,
                        est_vllm_graph_ar_fit_on((enum est_vllm_graph_ar)p));
     if (graphs && est_vllm_mla_piecewise_only(j))

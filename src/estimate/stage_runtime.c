@@ -34,6 +34,7 @@
  * given (est_uncertain()). */
 #include "estimate/estimate_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,6 +59,15 @@ static bool vllm_world_warmup(const struct gm_job *j)
     uint32_t v = j->stack.vllm;
     return est_allocator(j) == EST_ALLOC_VLLM && v >= GM_VERSION(0, 4, 0) &&
            v < GM_VERSION(0, 5, 1) && vllm_world(j) > 1;
+}
+
+/* One group more in nccl_groups' arrays of EST_NCCL_MAX_COMMS: 'r' ranks, 'a' apart.  The cap
+ * holds every job today (estimate_int.h); a group added past it is a programmer error. */
+static void add_group(uint64_t *ranks, uint64_t *apart, size_t *n, uint64_t r, uint64_t a)
+{
+    assert(*n < EST_NCCL_MAX_COMMS);
+    apart[*n] = a;
+    ranks[(*n)++] = r;
 }
 
 /* The NCCL communicators of one rank, one per process group it talks in: the ranks of each
@@ -92,42 +102,33 @@ static size_t nccl_groups(const struct gm_job *j, uint64_t dp, uint64_t *ranks, 
      * in vLLM 0.4 to 0.5.0 the default (world) group's, which the worker warms up (above) */
     if (est_allocator(j) == EST_ALLOC_VLLM || est_allocator(j) == EST_ALLOC_SGLANG) {
         if (p->tp > 1) {
-            apart[n] = 1;
-            ranks[n++] = p->tp;
-            apart[n] = 1;
-            ranks[n++] = p->tp;
+            add_group(ranks, apart, &n, p->tp, 1);
+            add_group(ranks, apart, &n, p->tp, 1);
         }
         if (p->pp > 1) {
-            apart[n] = tp;
-            ranks[n++] = p->pp;
+            add_group(ranks, apart, &n, p->pp, tp);
         }
         if (vllm_world_warmup(j)) {
-            apart[n] = 1;
-            ranks[n++] = vllm_world(j);
+            add_group(ranks, apart, &n, vllm_world(j), 1);
         }
         return n;
     }
     if (p->gpus <= 1 || (j->mode != GM_EST_TRAIN && p->tp <= 1))
         return 0;
     if (dp > 1) {
-        apart[n] = tp;
-        ranks[n++] = dp;
+        add_group(ranks, apart, &n, dp, tp);
     }
     if (p->tp > 1) {
-        apart[n] = 1;
-        ranks[n++] = p->tp;
+        add_group(ranks, apart, &n, p->tp, 1);
     }
     if (p->pp > 1) { /* torch's send/recv: one communicator per pair of neighbours */
-        apart[n] = tp * (dp ? dp : 1);
-        ranks[n++] = 2;
+        add_group(ranks, apart, &n, 2, tp * (dp ? dp : 1));
     }
     if (p->ep > 1) {
-        apart[n] = tp;
-        ranks[n++] = p->ep;
+        add_group(ranks, apart, &n, p->ep, tp);
     }
     if (!n) {
-        apart[n] = 1;
-        ranks[n++] = p->gpus;
+        add_group(ranks, apart, &n, p->gpus, 1);
     }
     return n;
 }
@@ -516,13 +517,27 @@ uint64_t est_nccl_lib_bytes(enum est_bound bound)
                                : NCCL_LIB_BYTES;
 }
 
+/* vLLM's V0 rank 0 gathers the logits over the tensor-parallel group (above): its receive
+ * connections, the same at every end of the range; 0 for the other ranks and other jobs. */
+static uint64_t nccl_gather(const struct gm_job *j, uint64_t gpn)
+{
+    uint64_t tp = j->parallel.tp ? j->parallel.tp : 1;
+    struct est_nccl_comm c = {
+        .local_ranks = tp < gpn ? tp : gpn,
+        .link = j->gpu.link,
+        .sm = j->gpu.sm,
+        .p2p = !est_no_p2p(j),
+        .cumem = nccl_cumem(j),
+    };
+    return est_vllm_rank0_gathers(j) ? est_nccl_gather_root_bytes(&c) : 0;
+}
+
 /* The rule at one end of the range: the device code once and every communicator's memory. */
 static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, const uint64_t *apart,
                           size_t n, enum est_bound b)
 {
     const struct gm_job *j = cx->job;
     uint64_t gpn = cx->e->layout.gpus_per_node ? cx->e->layout.gpus_per_node : 1;
-    uint64_t tp = j->parallel.tp ? j->parallel.tp : 1;
     uint64_t bytes = est_nccl_lib_bytes(b);
     for (size_t i = 0; i < n; i++) {
         uint64_t on_node = gpn / apart[i] ? gpn / apart[i] : 1;
@@ -543,18 +558,17 @@ static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, const uint6
         if (c.local_ranks < 2 && c.p2p && b == EST_HIGH)
             bytes = gm_add_sat(bytes, 64 * GM_MIB);
     }
-    /* vLLM's V0 rank 0 gathers the logits over the tensor-parallel group (above) */
-    if (est_vllm_rank0_gathers(j)) {
-        struct est_nccl_comm c = {
-            .local_ranks = tp < gpn ? tp : gpn,
-            .link = j->gpu.link,
-            .sm = j->gpu.sm,
-            .p2p = !est_no_p2p(j),
-            .cumem = nccl_cumem(j),
-        };
-        bytes = gm_add_sat(bytes, est_nccl_gather_root_bytes(&c));
-    }
-    return bytes;
+    return gm_add_sat(bytes, nccl_gather(j, gpn));
+}
+
+uint64_t est_nccl_gather_bytes(struct est_ctx *cx)
+{
+    const struct gm_job *j = cx->job;
+    uint64_t ranks[EST_NCCL_MAX_COMMS], apart[EST_NCCL_MAX_COMMS];
+    size_t comms = nccl_groups(j, est_data_parallel(j), ranks, apart);
+    if (!comms || est_allocator(j) == EST_ALLOC_GGML || est_given(j, EST_SET_NCCL))
+        return 0;
+    return nccl_gather(j, cx->e->layout.gpus_per_node ? cx->e->layout.gpus_per_node : 1);
 }
 
 uint64_t est_nccl_bytes(struct est_ctx *cx)

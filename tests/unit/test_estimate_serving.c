@@ -925,6 +925,26 @@ static void test_vllm_v0_workers_without_sampler(void **state)
     assert_true(assumed(est, "only rank 0 gathers the logits and samples"));
     gm_estimate_free(est);
     est = NULL;
+    /* four A100s over NVLink at 0.7.2: rank 0's NCCL figure holds its receive connections for
+     * the logits' gather from the 3 others (est_nccl_gather_root_bytes); the other ranks hold
+     * none, so their printed KV memory is the budget less their non-torch without them */
+    {
+        const struct est_nccl_comm a100x4 = {
+            .local_ranks = 4, .link = GM_GPU_LINK_NVLINK, .sm = 80, .p2p = true};
+        uint64_t gather = est_nccl_gather_root_bytes(&a100x4);
+        job_make("qwen2.5-7b",
+                 "--infer --engine vllm --vllm-version 0.7.2 --gpu A100-80GB --gpus 4", &j);
+        run(&j, &est);
+        sv = &est->serving;
+        assert_true(gather > 0);
+        assert_true(sv->worker_activation_peak_bytes > 0);
+        assert_int_equal(sv->worker_kv_available_bytes,
+                         sv->budget_bytes - gm_estimate_kind_bytes(est, GM_KIND_WEIGHTS) -
+                             sv->worker_activation_peak_bytes -
+                             (sv->non_torch_logged_bytes - gather));
+        gm_estimate_free(est);
+        est = NULL;
+    }
     /* a short profile batch of many sequences: the logits shard (512 x 151936 padded to 64,
      * over 2) beside the hidden states outweighs Qwen2.5-1.5B's forward */
     shard = 512ull * (151936 / 64 * 64 / 2) * 2;
@@ -1785,11 +1805,14 @@ static void test_vllm_non_torch_by_version(void **state)
         uint64_t kernels; /* est_vllm_kernel_bytes: 0.10's 20 MiB, 0.11's 143, else 94 */
         unsigned comms;   /* NCCL communicators: the world group's too in 0.4 to 0.5.0 */
         bool gather;      /* V0 from 0.2.7: rank 0 receives the logits' gather */
-    } charged[] = {{"0.2.5", true, 94 * GM_MIB, 2, false},  {"0.3.1", true, 94 * GM_MIB, 2, true},
-                   {"0.3.2", false, 94 * GM_MIB, 2, true},  {"0.5.0", false, 94 * GM_MIB, 3, true},
-                   {"0.6.3", false, 94 * GM_MIB, 2, true},  {"0.6.4", true, 94 * GM_MIB, 2, true},
-                   {"0.6.5", false, 94 * GM_MIB, 2, true},  {"0.7.2", false, 94 * GM_MIB, 2, true},
-                   {"0.10.1", false, 20 * GM_MIB, 2, false}};
+    } charged[] = {
+        {"0.2.5", true, 94 * GM_MIB, 2, false}, {"0.2.6", true, 94 * GM_MIB, 2, false},
+        {"0.2.7", true, 94 * GM_MIB, 2, true}, /* the gather's first version */
+        {"0.3.1", true, 94 * GM_MIB, 2, true},  {"0.3.2", false, 94 * GM_MIB, 2, true},
+        {"0.4.0", false, 94 * GM_MIB, 3, true}, /* the world warm-up's first */
+        {"0.5.0", false, 94 * GM_MIB, 3, true}, {"0.6.3", false, 94 * GM_MIB, 2, true},
+        {"0.6.4", true, 94 * GM_MIB, 2, true},  {"0.6.5", false, 94 * GM_MIB, 2, true},
+        {"0.7.2", false, 94 * GM_MIB, 2, true}, {"0.10.1", false, 20 * GM_MIB, 2, false}};
     /* 'kernels' of 0.11 and the current release; 'kernels10' of 0.9.2 to 0.10; 'kernels_v0' of V0
      */
     const uint64_t kernels = 143 * GM_MIB, kernels10 = 20 * GM_MIB, kernels_v0 = 94 * GM_MIB,
@@ -1799,11 +1822,16 @@ static void test_vllm_non_torch_by_version(void **state)
     uint64_t context, nccl, need, gap, reserve;
     (void)state;
     /* CustomAllreduce._SUPPORTED_WORLD_SIZES, each buffer in 2 MiB granules */
-    assert_int_equal(est_vllm_custom_allreduce_bytes(1, true), 0);
-    assert_int_equal(est_vllm_custom_allreduce_bytes(2, true), ar);
-    assert_int_equal(est_vllm_custom_allreduce_bytes(3, true), 0);
-    assert_int_equal(est_vllm_custom_allreduce_bytes(8, true), ar);
-    assert_int_equal(est_vllm_custom_allreduce_bytes(2, false), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(1, true, GM_GPU_LINK_NVLINK), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(2, true, GM_GPU_LINK_NVLINK), ar);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(3, true, GM_GPU_LINK_NVLINK), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(8, true, GM_GPU_LINK_NVLINK), ar);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(2, false, GM_GPU_LINK_NVLINK), 0);
+    /* on PCIe alone two GPUs keep it, more than two do not (CustomAllreduce.__init__: "not
+     * supported on more than two PCIe-only GPUs", custom_all_reduce.py @ 00d618a) */
+    assert_int_equal(est_vllm_custom_allreduce_bytes(2, true, GM_GPU_LINK_PCIE), ar);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(4, true, GM_GPU_LINK_PCIE), 0);
+    assert_int_equal(est_vllm_custom_allreduce_bytes(8, true, GM_GPU_LINK_PCIE), 0);
     /* a tensor-parallel group across two nodes (the two-node 0.10.1 log of the validation
      * rows, v027, prints "Custom allreduce is disabled because this process group spans across
      * nodes"): no IPC buffers, and with one GPU per node NCCL's buffers go through its network
@@ -1919,8 +1947,8 @@ static void test_vllm_non_torch_by_version(void **state)
          * at most the replay's reserve above the forward's own peak (test_vllm_profile_reserve
          * checks the figure) */
         reserve = 0;
-        if (!strcmp(charged[i].version, "0.3.2") || !strcmp(charged[i].version, "0.5.0") ||
-            !strcmp(charged[i].version, "0.6.3")) {
+        if (!strcmp(charged[i].version, "0.3.2") || !strcmp(charged[i].version, "0.4.0") ||
+            !strcmp(charged[i].version, "0.5.0") || !strcmp(charged[i].version, "0.6.3")) {
             struct gm_error err;
             assert_int_equal(est_vllm_profile_reserve(j.model.model,
                                                       est->serving.max_num_batched_tokens, 2,
@@ -2140,33 +2168,42 @@ static void test_vllm_graph_allreduces(void **state)
     const uint64_t pieces = 67ull * 29 * 235 * 1024;
     (void)state;
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB", &j);
-    assert_int_equal(est_vllm_graph_allreduces(&j, 2048, 256, true, false, n), 0);
+    assert_int_equal(est_vllm_graph_allreduces(&j, 2048, 256, true, false, true, n), 0);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM] + n[EST_VLLM_GRAPH_AR_NCCL_NODE], 0);
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --tp 2",
              &j);
     /* 67 sizes x (2 x 28 + 1); 512 x 3584 x 2 B is under 8 MiB: all custom */
-    bytes = est_vllm_graph_allreduces(&j, 2048, 256, true, false, n);
+    bytes = est_vllm_graph_allreduces(&j, 2048, 256, true, false, true, n);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], 67 * 57);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NODE] + n[EST_VLLM_GRAPH_AR_NCCL_NET], 0);
     assert_int_equal(bytes, 67ull * 57 * est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_CUSTOM));
-    est_vllm_graph_allreduces(&j, 2048, 256, false, false, n);
+    est_vllm_graph_allreduces(&j, 2048, 256, false, false, true, n);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NODE], 67 * 57);
-    est_vllm_graph_allreduces(&j, 2048, 256, false, true, n);
+    est_vllm_graph_allreduces(&j, 2048, 256, false, true, true, n);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NET], 67 * 57);
-    /* the paths' figures as fit: NCCL across nodes above NCCL within one above the kernel */
-    assert_true(est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NET) >
-                est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE));
-    assert_true(est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE) >
-                est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_CUSTOM));
+    /* a pipeline stage: 2 x its 14 layers, + 1 only on the stage that holds the embedding
+     * (VocabParallelEmbedding runs on the first stage alone) */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --tp 2 --pp 2", &j);
+    est_vllm_graph_allreduces(&j, 2048, 256, true, false, true, n);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], 67 * 29);
+    est_vllm_graph_allreduces(&j, 2048, 256, true, false, false, n);
+    assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], 67 * 28);
+    /* the estimate describes the stage with the larger end: Qwen2.5-7B's embedding and
+     * lm_head are the same size, so the first stage, with the embedding's all-reduce */
+    run(&j, &est);
+    assert_true(assumed(est, "(2 x 14 layers + 1 in each size's graphs)"));
+    gm_estimate_free(est);
+    est = NULL;
     /* from 0.11 the full decode graphs hold them too: 35 piecewise sizes + 19 full graphs */
     job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.11.0 --gpu A100-80GB --tp 2",
              &j);
-    est_vllm_graph_allreduces(&j, 2048, 128, true, false, n);
+    est_vllm_graph_allreduces(&j, 2048, 128, true, false, true, n);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], (35 + 19) * 57);
     /* hidden 8192: 512 tokens are 8 MiB, not under max_size: that size's through NCCL */
     job_make("llama-3.1-70b", "--infer --engine vllm --vllm-version 0.10.1 --gpu A100-80GB --tp 8",
              &j);
-    est_vllm_graph_allreduces(&j, 2048, 256, true, false, n);
+    est_vllm_graph_allreduces(&j, 2048, 256, true, false, true, n);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_CUSTOM], 66 * 161);
     assert_int_equal(n[EST_VLLM_GRAPH_AR_NCCL_NODE], 1 * 161);
 
@@ -2193,6 +2230,31 @@ static void test_vllm_graph_allreduces(void **state)
                          (est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NET) -
                           est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE)));
     assert_true(assumed(est, "through NCCL across nodes"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* four L40S (PCIe only, with peer access): vLLM disables the custom all-reduce above two
+     * PCIe-only GPUs, so every captured all-reduce goes through NCCL within the node and the
+     * non-torch figure holds the kernels alone, no IPC buffers (0.9.2-0.10: 20 MiB) */
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu L40S --gpus 4", &j);
+    run(&j, &est);
+    assert_true(assumed(est, "through NCCL within the node"));
+    assert_false(assumed(est, "through the custom all-reduce"));
+    assert_int_equal(est->serving.non_torch_bytes, 20 * GM_MIB);
+    gm_estimate_free(est);
+    est = NULL;
+    /* the 8 MiB max_size is an assumption where vLLM's symmetric-memory table could lower it
+     * (sm 9.0, 10.0, 10.3): said on an H100, not on two Ada boards (below) */
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu H100 --gpus 2", &j);
+    run(&j, &est);
+    assert_true(assumed(est, "max_size 8 MiB assumed"));
+    gm_estimate_free(est);
+    est = NULL;
+    /* two of them keep it (world_size == 2 needs no NVLink) */
+    job_make("qwen2.5-7b", "--infer --engine vllm --vllm-version 0.10.1 --gpu L40S --gpus 2", &j);
+    run(&j, &est);
+    assert_true(assumed(est, "through the custom all-reduce"));
+    assert_false(assumed(est, "through NCCL within the node"));
+    assert_false(assumed(est, "max_size 8 MiB assumed"));
     gm_estimate_free(est);
     est = NULL;
 }

@@ -1549,14 +1549,14 @@ static void test_nccl_rule(void **state)
     assert_int_equal(est_nccl_lib_bytes(EST_HIGH), 128 * GM_MIB);
     /* the whole estimate: vLLM 0.5.0 at tp 2 on two T4s (row v010): the device code and three
      * communicators of 24 MiB (pynccl's, the tensor-parallel group's and the world group's
-     * that the worker's start-up all-reduce creates, vllm_world_warmup) */
+     * that the worker's start-up all-reduce creates, vllm_world_warmup); beside them rank 0's
+     * receive connections for the logits' gather (V0 from 0.2.7): 2 p2p channels to its peer
+     * over PCIe, 10 MiB each */
     run("deepseek-coder-6.7b-instruct",
         "--infer --engine vllm --vllm-version 0.5.0 --gpu T4 --gpus 2 --kv-dtype fp16", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_NCCL),
                      125 * GM_MIB + 3 * 24 * GM_MIB + 2 * 10 * GM_MIB);
     assert_int_equal(with->layout.nccl_communicators, 3);
-    /* beside them rank 0's receive connections for the logits' gather (V0 from 0.2.7): 2 p2p
-     * channels to its peer over PCIe, 10 MiB each */
     /* from 0.5.1 (GroupCoordinator) no warm-up of the world group is read: two */
     run("deepseek-coder-6.7b-instruct",
         "--infer --engine vllm --vllm-version 0.5.1 --gpu T4 --gpus 2 --kv-dtype fp16", &with);
