@@ -455,6 +455,24 @@ static void test_nothing_fits(void **state)
         assert_false(sugg.items[i].fits);
 }
 
+/* The report's JSON, parsed (the caller frees it with json_decref). */
+static json_t *report_doc(const struct gm_estimate_report *r)
+{
+    struct gm_error err;
+    char *buf = NULL;
+    size_t len = 0;
+    json_error_t jerr;
+    json_t *doc;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(gm_estimate_report_json(f, r, &err), GM_OK);
+    fclose(f);
+    doc = json_loadb(buf, len, 0, &jerr);
+    assert_non_null(doc);
+    free(buf);
+    return doc;
+}
+
 /* The JSON inputs of a training job echo --trl-version beside the other stack versions
  * (it changes a QLoRA model's frozen-base and adapter bytes): "0.13.0" when given, null
  * when not (no TRL: nothing of it is applied). */
@@ -466,22 +484,13 @@ static void test_report_json_trl_version(void **state)
         struct gm_job j;
         struct gm_estimate_report *r = NULL;
         struct gm_error err;
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f;
         json_t *doc, *v;
-        json_error_t jerr;
         gm_job_init(&j);
         j.mode = GM_EST_TRAIN;
         j.model.model = gm_model_catalog_find("llama-3-8b");
         j.stack.trl = given[i];
         assert_int_equal(gm_estimate_report_run(&j, &r, &err), GM_OK);
-        f = open_memstream(&buf, &len);
-        assert_non_null(f);
-        assert_int_equal(gm_estimate_report_json(f, r, &err), GM_OK);
-        fclose(f);
-        doc = json_loadb(buf, len, 0, &jerr);
-        assert_non_null(doc);
+        doc = report_doc(r);
         v = json_object_get(json_object_get(doc, "inputs"), "trl_version");
         assert_non_null(v);
         if (given[i])
@@ -489,7 +498,6 @@ static void test_report_json_trl_version(void **state)
         else
             assert_true(json_is_null(v));
         json_decref(doc);
-        free(buf);
         gm_estimate_report_free(r);
     }
 }
@@ -500,22 +508,13 @@ static void test_report_json(void **state)
     struct gm_job j;
     struct gm_estimate_report *r = NULL;
     struct gm_error err;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f;
     json_t *doc, *fit;
-    json_error_t jerr;
     (void)state;
     vllm_70b(&j, "2");
     assert_int_equal(gm_estimate_report_run(&j, &r, &err), GM_OK);
     assert_false(r->est->fit.fits);
     assert_true(r->suggestions.n > 0);
-    f = open_memstream(&buf, &len);
-    assert_non_null(f);
-    assert_int_equal(gm_estimate_report_json(f, r, &err), GM_OK);
-    fclose(f);
-    doc = json_loadb(buf, len, 0, &jerr);
-    assert_non_null(doc);
+    doc = report_doc(r);
     assert_string_equal(json_string_value(json_object_get(doc, "schema")), "gpumem.estimate/1");
     fit = json_object_get(doc, "fit");
     assert_true(json_is_false(json_object_get(fit, "fits")));
@@ -527,7 +526,6 @@ static void test_report_json(void **state)
                             json_array_get(json_object_get(doc, "components"), 0), "kind")),
                         "weights");
     json_decref(doc);
-    free(buf);
     /* without a GPU: the catalog GPUs it fits on, smallest first */
     gm_job_init(&j);
     j.model.model = gm_model_catalog_find("llama-3-8b");
