@@ -519,16 +519,28 @@ uint64_t est_nccl_lib_bytes(enum est_bound bound)
 
 /* vLLM's V0 rank 0 gathers the logits over the tensor-parallel group (above): its receive
  * connections, the same at every end of the range; 0 for the other ranks and other jobs. */
-static uint64_t nccl_gather(const struct gm_job *j, uint64_t gpn)
+/* The job's communicator of a group of 'ranks' ranks, 'on_node' of which fit on a node: its
+ * ranks on this node, the link between them, and what NCCL's setup of the job says. */
+static struct est_nccl_comm nccl_comm_of(const struct gm_job *j, uint64_t ranks, uint64_t on_node)
 {
-    uint64_t tp = j->parallel.tp ? j->parallel.tp : 1;
-    struct est_nccl_comm c = {
-        .local_ranks = tp < gpn ? tp : gpn,
+    return (struct est_nccl_comm){
+        .local_ranks = ranks < on_node ? ranks : on_node,
         .link = j->gpu.link,
         .sm = j->gpu.sm,
         .p2p = !est_no_p2p(j),
         .cumem = nccl_cumem(j),
     };
+}
+
+/* The resolved layout's GPUs per node (1 when it says none). */
+static uint64_t nccl_gpus_per_node(const struct est_ctx *cx)
+{
+    return cx->e->layout.gpus_per_node ? cx->e->layout.gpus_per_node : 1;
+}
+
+static uint64_t nccl_gather(const struct gm_job *j, uint64_t gpn)
+{
+    struct est_nccl_comm c = nccl_comm_of(j, j->parallel.tp ? j->parallel.tp : 1, gpn);
     return est_vllm_rank0_gathers(j) ? est_nccl_gather_root_bytes(&c) : 0;
 }
 
@@ -537,17 +549,10 @@ static uint64_t nccl_rule(struct est_ctx *cx, const uint64_t *ranks, const uint6
                           size_t n, enum est_bound b)
 {
     const struct gm_job *j = cx->job;
-    uint64_t gpn = cx->e->layout.gpus_per_node ? cx->e->layout.gpus_per_node : 1;
+    uint64_t gpn = nccl_gpus_per_node(cx);
     uint64_t bytes = est_nccl_lib_bytes(b);
     for (size_t i = 0; i < n; i++) {
-        uint64_t on_node = gpn / apart[i] ? gpn / apart[i] : 1;
-        struct est_nccl_comm c = {
-            .local_ranks = ranks[i] < on_node ? ranks[i] : on_node,
-            .link = j->gpu.link,
-            .sm = j->gpu.sm,
-            .p2p = !est_no_p2p(j),
-            .cumem = nccl_cumem(j),
-        };
+        struct est_nccl_comm c = nccl_comm_of(j, ranks[i], gpn / apart[i] ? gpn / apart[i] : 1);
         uint64_t comm = est_nccl_comm_bytes(&c, b);
         /* the high end over NVLink keeps what the rule does not explain (above) */
         if (b == EST_HIGH && c.p2p && c.local_ranks > 1 && c.link == GM_GPU_LINK_NVLINK &&
@@ -568,7 +573,7 @@ uint64_t est_nccl_gather_bytes(struct est_ctx *cx)
     size_t comms = nccl_groups(j, est_data_parallel(j), ranks, apart);
     if (!comms || est_allocator(j) == EST_ALLOC_GGML || est_given(j, EST_SET_NCCL))
         return 0;
-    return nccl_gather(j, cx->e->layout.gpus_per_node ? cx->e->layout.gpus_per_node : 1);
+    return nccl_gather(j, nccl_gpus_per_node(cx));
 }
 
 uint64_t est_nccl_bytes(struct est_ctx *cx)
