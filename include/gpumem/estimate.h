@@ -153,6 +153,9 @@ enum gm_loss_impl {
     GM_LOSS_IMPL_UNSLOTH,   /* unsloth_zoo unsloth_fused_ce_loss: token chunks of at most 4 GiB
                                of fp32 logits, a multiple of 4 of them; --loss fused: unsloth's
                                Fast_CrossEntropyLoss as fms-acceleration's FOAK vendors it */
+    GM_LOSS_IMPL_CUTILE,    /* NVIDIA TileGym's cuTile fused_linear_cross_entropy: 4096-row
+                               chunks through one reused logits buffer, the input's gradient
+                               and an fp32 lm_head gradient made in the forward */
     GM_LOSS_IMPL__COUNT
 };
 

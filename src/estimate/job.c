@@ -545,7 +545,7 @@ static const char *const zero_choices[] = {"0", "1", "2", "3", NULL};
 static const char *const engine_choices[] = {"none", "hf", "vllm", "llama.cpp", "sglang", NULL};
 static const char *const loss_choices[] = {"full",  "chunked",          "fused",    "fused-linear",
                                            "plain", "chunked-backward", "compiled", NULL};
-static const char *const loss_impl_choices[] = {"liger", "cce", "unsloth", NULL};
+static const char *const loss_impl_choices[] = {"liger", "cce", "unsloth", "cutile", NULL};
 static const char *const model_impl_choices[] = {"hf", "litgpt", NULL};
 static const char *const quant_kernel_choices[] = {"auto", "exllama", "exllamav2", "marlin",
                                                    "gemm", "plain",   NULL};
@@ -998,8 +998,9 @@ static const struct gm_job_setting settings[] = {
             INFER, GM_ENGINE_VLLM, engine.vllm.kv_cache_memory_bytes, 1, BYTES, 0),
     [EST_SET_LOSS_IMPL] = CHOICE("loss-impl", loss_impl_choices, NULL,
                                  "--loss fused-linear: liger (row chunks of logits), cce (Cut "
-                                 "Cross-Entropy, no logits in memory) or unsloth (chunks of at "
-                                 "most 4 GiB of fp32 logits); --loss fused: liger (any kernel "
+                                 "Cross-Entropy, no logits in memory), unsloth (chunks of at "
+                                 "most 4 GiB of fp32 logits) or cutile (TileGym's 4096-row "
+                                 "chunks); --loss fused: liger (any kernel "
                                  "writing the gradient into the logits) or unsloth (FOAK's, with "
                                  "the cache block measured on its runs); default liger",
                                  TRAIN, memory.loss_impl),
@@ -1926,10 +1927,12 @@ static enum gm_status check_techniques(const struct gm_job *j, struct gm_error *
                            "--stack torchtune needs PyTorch 2.0 or later (--torch-version)");
     }
     if (est_given(j, EST_SET_LOSS_IMPL) && mem->loss != GM_LOSS_FUSED_LINEAR &&
-        !(mem->loss == GM_LOSS_FUSED && mem->loss_impl != GM_LOSS_IMPL_CCE))
+        !(mem->loss == GM_LOSS_FUSED &&
+          (mem->loss_impl == GM_LOSS_IMPL_LIGER || mem->loss_impl == GM_LOSS_IMPL_UNSLOTH)))
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--loss-impl needs --loss fused-linear, or --loss fused with liger or "
-                       "unsloth (Cut Cross-Entropy is a fused linear cross-entropy)");
+                       "unsloth (Cut Cross-Entropy and cuTile's are fused linear "
+                       "cross-entropies)");
     if (est_given(j, EST_SET_CHECKPOINT_EVERY) && mem->checkpointing != GM_CKPT_FULL)
         return gm_fail(err, GM_ERR_INVALID, GM_NO_OFFSET,
                        "--checkpoint-every needs --grad-checkpointing full");

@@ -882,6 +882,26 @@ static void loss_bytes(const struct gm_job *j, const struct gm_model *m, double 
                         "logits, each with its gradient at once";
             return;
         }
+        if (j->memory.loss_impl == GM_LOSS_IMPL_CUTILE) {
+            /* TileGym's cuTile fused_linear_cross_entropy (NVIDIA/TileGym
+             * src/tilegym/ops/cutile/fused_linear_cross_entropy.py at d966a0a, _chunked_fwd
+             * and ChunkedLinearCrossEntropyFunction): the rows padded to a multiple of 8 (a
+             * padded copy of the input when they are not), one logits buffer of chunk_size
+             * (4096) x V rows whatever the row count, reused by every chunk and kept for the
+             * backward (its last chunk's gradient is a view of it), the input's gradient
+             * (empty_like), an fp32 loss per row, and with more than one chunk an fp32 dW
+             * accumulator and a 16-bit dW buffer for each chunk's product, made whether the
+             * head is trained or not */
+            double rows = ceil(T / 8.0) * 8.0, n = ceil(rows / 4096.0);
+            double input = ea * rows * h * (rows > T ? 2.0 : 1.0);
+            double dw = n > 1.0 ? (4.0 + ea) * V * h : 0.0;
+            out->bytes = input + dw + ea * 4096.0 * V + 4.0 * rows;
+            snprintf(out->note, sizeof out->note, "input gradient, one 4096-row logits buffer%s",
+                     n > 1.0 ? ", fp32 and 16-bit lm_head gradient buffers" : "");
+            out->what = "fused linear cross-entropy (cuTile, TileGym): 4096-row chunks through "
+                        "one logits buffer, the head's gradient accumulated in fp32";
+            return;
+        }
         /* Liger: chunk = next power of two of ceil(T / ceil(V / h)) rows; the gradients
          * of the input (and of the lm_head weight when trained) are computed in forward */
         double inc = ceil(V / (h > 0 ? h : 1.0)), rows = ceil(T / (inc > 0 ? inc : 1.0));

@@ -267,6 +267,24 @@ static void test_loss_sizes(void **state)
      * and the two gradients, no chunk of logits in device memory: less than Liger's */
     run("llama-3-8b", TRAIN8B " --loss fused-linear --loss-impl cce", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS), 2 * T * h + 4 * V * h + 4 * T);
+    /* TileGym's cuTile fused linear cross-entropy (fused_linear_cross_entropy.py, d966a0a):
+     * one 4096-row bf16 logits buffer kept for the backward, the input's gradient, an fp32
+     * loss per row, and over two chunks an fp32 dW accumulator beside a bf16 dW buffer, made
+     * even where the head is frozen: a LoRA job keeps the same bytes at the loss, where
+     * Liger's holds no head gradient (4 V h less) */
+    run("llama-3-8b", TRAIN8B " --loss fused-linear --loss-impl cutile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     2 * T * h + (4 + 2) * V * h + 2 * 4096 * V + 4 * T);
+    run("llama-3-8b", TRAIN8B " --loss fused-linear --loss-impl cutile --lora", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS),
+                     gm_estimate_kind_bytes(with, GM_KIND_LOGITS));
+    run("llama-3-8b", TRAIN8B " --loss fused-linear --lora", &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_LOGITS), 2 * T * h + 2 * 256 * (V + h));
+    /* 1001 rows: padded to 1008 (a padded copy of the input and a gradient of that size), one
+     * chunk (no dW buffers), the buffer still 4096 rows */
+    run("llama-3-8b", "--train --batch 1 --seq 1001 --loss fused-linear --loss-impl cutile", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_LOGITS),
+                     2 * 2 * 1008 * h + 2 * 4096 * V + 4 * 1008);
     run("llama-3-8b", TRAIN8B, &base);
     /* the loss lives at its own moment, not beside the layers' backward temporaries */
     assert_true(base->loss_bytes >= logits);
@@ -677,6 +695,8 @@ static void test_torch_version_before_2_defaults(void **state)
         " --loss fused --no-loss-cache-block",
         " --loss fused --loss-impl liger --no-loss-cache-block",
         " --loss fused --loss-impl cce",
+        /* cuTile's is a fused linear cross-entropy too: no kernel on the logits alone */
+        " --loss fused --loss-impl cutile",
         " --loss fused --loss-impl unsloth --no-loss-cache-block --fragmentation 0.1",
         " --loss fused --loss-impl unsloth --no-loss-cache-block --pp 2 --gpus 2",
         " --loss fused --loss-impl unsloth --no-loss-cache-block --method blog",
