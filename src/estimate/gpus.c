@@ -26,9 +26,9 @@
 /* name, family, nominal GB, total memory, kind, compute capability x 10, no peer access, the
  * total CUDA reports where a public log prints it (below), and the streaming multiprocessors
  * as NVIDIA publishes them (its architecture whitepapers and product specifications: Volta
- * V100 80, Turing T4 40, Ampere A100 108, A40 and RTX A6000 84, A10 72, A10G 80, RTX 3090 82,
- * 3080 68, 3060 28, Ada L40/L40S and RTX 6000 Ada 142, L4 58, RTX 4090 128, 4080 76, 4070 Ti
- * 60, Hopper H100 SXM, H100 NVL and H200 132, Blackwell B200 148, RTX 5090 170; the catalog's
+ * V100 80, Turing T4 40, Ampere A100 108, A40 and RTX A6000 84, RTX A5000 64, A10 72, A10G 80, RTX
+ * 3090 82, 3080 68, 3060 28, Ada L40/L40S and RTX 6000 Ada 142, L4 58, RTX 4090 128, 4080 76, 4070
+ * Ti 60, Hopper H100 SXM, H100 NVL and H200 132, Blackwell B200 148, RTX 5090 170; the catalog's
  * H100-80GB is the SXM board, a PCIe H100 has 114), from which the driver's own CUDA context
  * follows (est_cuda_bare_context_bytes); the total CUDA reports where a public log prints it
  * (cudaMemGetInfo, which vLLM multiplies by gpu_memory_utilization; below nvidia-smi's figure by
@@ -53,7 +53,12 @@
  * (get_device_properties' example, "total_memory=40536MB"), the RTX 4090's 25386352640 B from
  * thamada/nvidia-smi gls/RTX4090_deviceQuery.py @ b09ef13 (deviceQuery, driver 12.4), the
  * T4's 15095 MiB from sylvia-ymlin/cuda-kernels-from-scratch README.md @ c28c34a (deviceQuery
- * on Colab).  The figure moves by some tens of MiB between drivers (an RTX 3090's
+ * on Colab), the RTX A5000's 24114 MiB from ankilab/HANCOTHON25 README.md @ 77adeba (PyTorch's
+ * get_device_properties printed in a container, "total_memory=24114MB", which is MiB: the
+ * _CudaDeviceProperties repr in PyTorch's torch/csrc/cuda/Module.cpp divides totalGlobalMem
+ * by 1024 * 1024; the same listing gives its "multi_processor_count=64"),
+ * whose nvidia-smi total is 24564 MiB as the validation table's row v058 takes it.  The figure
+ * moves by some tens of MiB between drivers (an RTX 3090's
  * deviceQuery prints 25286672384 B, 23.55 GiB, beside the 23.58 GiB vLLM printed:
  * Jumperkables/cuda-benchmarking 00_deviceQuery/README.md @ 76861ca).
  * The RTX 4090 has no P2P with NVIDIA's driver: the mailbox hardware its P2P would use "is not
@@ -91,6 +96,8 @@ static const struct gm_gpu gpus[] = {
      false, 0, 142, GM_GPU_LINK_PCIE},
     {"RTX-A6000", "rtx-a6000 a6000 rtxa6000", 48, MIB(49140), "workstation", 86, false, 0, 84,
      GM_GPU_LINK_PCIE},
+    {"RTX-A5000", "rtx-a5000 a5000 rtxa5000", 24, MIB(24564), "workstation", 86, false, MIB(24114),
+     64, GM_GPU_LINK_PCIE},
     {"RTX-PRO-6000",
      "rtx-pro-6000 rtxpro6000 rtx-pro-6000-blackwell rtx-pro-6000-blackwell-server-edition "
      "rtx-pro-6000-blackwell-workstation-edition rtx-pro-6000-blackwell-max-q-workstation-edition",
