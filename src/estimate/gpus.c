@@ -37,7 +37,9 @@
  * fused_moe config is NVIDIA_A100-SXM4-80GB's); the H100's 79.18 GiB from llm-d/llm-d-benchmark
  * config_explorer/empirical-vllm-memory-results.md @ b5c3307 (ten H100 starts at 0.11.0; the
  * two PR #10511 blocks print 79.22 GiB for an H100 in December 2024); the RTX 3090's 23.58 GiB
- * from the two 0.6.4 logs of vLLM issue #10517 ("total_gpu_memory (23.58GiB)"); the RTX PRO
+ * from the two 0.6.4 logs of vLLM issue #10517 ("total_gpu_memory (23.58GiB)"); the L40S's
+ * 44.31 GiB from the 0.7.2 log of vLLM issue #15196 ("GPU: L40s", its fused_moe config file
+ * named for NVIDIA_L40S, "total_gpu_memory (44.31GiB)"); the RTX PRO
  * 6000 Blackwell's 94.97 GiB from the vLLM log 2215860382/VedioSifter
  * train_run_20260421_065709.log @ 3902952, as the validation table's row v043 quotes it (that
  * repository's vllm_server.log names the board in its fused_moe device_name, "NVIDIA RTX PRO
@@ -82,7 +84,8 @@ static const struct gm_gpu gpus[] = {
      GM_GPU_LINK_NVLINK},
     {"A100-40GB", "a100", 40, MIB(40960), "data-centre", 80, false, MIB(40536), 108,
      GM_GPU_LINK_NVLINK},
-    {"L40S", "l40s", 48, MIB(46068), "data-centre", 89, false, 0, 142, GM_GPU_LINK_PCIE},
+    {"L40S", "l40s", 48, MIB(46068), "data-centre", 89, false, GIB_X100(4431), 142,
+     GM_GPU_LINK_PCIE},
     {"L40", "l40", 48, MIB(46068), "data-centre", 89, false, 0, 142, GM_GPU_LINK_PCIE},
     {"A40", "a40", 48, MIB(46068), "data-centre", 86, false, 0, 84, GM_GPU_LINK_PCIE},
     {"L4", "l4", 24, MIB(23034), "data-centre", 89, false, 0, 58, GM_GPU_LINK_PCIE},

@@ -871,6 +871,9 @@ static void test_gpus(void **state)
     assert_true(gm_gpu_find("rtx-pro-6000")->cuda_bytes == (uint64_t)9497 * GM_GIB / 100);
     assert_int_equal(gm_gpu_find("rtx-pro-6000")->sms, 188);
     assert_int_equal(gm_gpu_find("rtx-pro-6000")->sm, 120);
+    /* the L40S's CUDA total as a vLLM log on one prints it (44.31 GiB), below nvidia-smi's */
+    assert_true(gm_gpu_find("l40s")->cuda_bytes == (uint64_t)4431 * GM_GIB / 100);
+    assert_true(gm_gpu_find("l40s")->memory_bytes == 46068 * GM_MIB);
     /* the RTX A5000: nvidia-smi's 24564 MiB, and the 24114 MiB CUDA reports (a PyTorch
      * device-properties printout), which vLLM's budget multiplies; 64 SMs of cc 8.6 */
     assert_true(gm_gpu_find("rtx-a5000")->memory_bytes == 24564 * GM_MIB);
