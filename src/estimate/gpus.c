@@ -26,9 +26,9 @@
 /* name, family, nominal GB, total memory, kind, compute capability x 10, no peer access, the
  * total CUDA reports where a public log prints it (below), and the streaming multiprocessors
  * as NVIDIA publishes them (its architecture whitepapers and product specifications: Volta
- * V100 80, Turing T4 40, Ampere A100 108, A40 and RTX A6000 84, A10 72, A10G 80, RTX 3090 82,
- * 3080 68, 3060 28, Ada L40/L40S and RTX 6000 Ada 142, L4 58, RTX 4090 128, 4080 76, 4070 Ti
- * 60, Hopper H100 SXM, H100 NVL and H200 132, Blackwell B200 148, RTX 5090 170; the catalog's
+ * V100 80, Turing T4 40, Ampere A100 108, A40 and RTX A6000 84, RTX A5000 64, A10 72, A10G 80, RTX
+ * 3090 82, 3080 68, 3060 28, Ada L40/L40S and RTX 6000 Ada 142, L4 58, RTX 4090 128, 4080 76, 4070
+ * Ti 60, Hopper H100 SXM, H100 NVL and H200 132, Blackwell B200 148, RTX 5090 170; the catalog's
  * H100-80GB is the SXM board, a PCIe H100 has 114), from which the driver's own CUDA context
  * follows (est_cuda_bare_context_bytes); the total CUDA reports where a public log prints it
  * (cudaMemGetInfo, which vLLM multiplies by gpu_memory_utilization; below nvidia-smi's figure by
@@ -37,7 +37,9 @@
  * fused_moe config is NVIDIA_A100-SXM4-80GB's); the H100's 79.18 GiB from llm-d/llm-d-benchmark
  * config_explorer/empirical-vllm-memory-results.md @ b5c3307 (ten H100 starts at 0.11.0; the
  * two PR #10511 blocks print 79.22 GiB for an H100 in December 2024); the RTX 3090's 23.58 GiB
- * from the two 0.6.4 logs of vLLM issue #10517 ("total_gpu_memory (23.58GiB)"); the RTX PRO
+ * from the two 0.6.4 logs of vLLM issue #10517 ("total_gpu_memory (23.58GiB)"); the L40S's
+ * 44.31 GiB from the 0.7.2 log of vLLM issue #15196 ("GPU: L40s", its fused_moe config file
+ * named for NVIDIA_L40S, "total_gpu_memory (44.31GiB)"); the RTX PRO
  * 6000 Blackwell's 94.97 GiB from the vLLM log 2215860382/VedioSifter
  * train_run_20260421_065709.log @ 3902952, as the validation table's row v043 quotes it (that
  * repository's vllm_server.log names the board in its fused_moe device_name, "NVIDIA RTX PRO
@@ -53,7 +55,12 @@
  * (get_device_properties' example, "total_memory=40536MB"), the RTX 4090's 25386352640 B from
  * thamada/nvidia-smi gls/RTX4090_deviceQuery.py @ b09ef13 (deviceQuery, driver 12.4), the
  * T4's 15095 MiB from sylvia-ymlin/cuda-kernels-from-scratch README.md @ c28c34a (deviceQuery
- * on Colab).  The figure moves by some tens of MiB between drivers (an RTX 3090's
+ * on Colab), the RTX A5000's 24114 MiB from ankilab/HANCOTHON25 README.md @ 77adeba (PyTorch's
+ * get_device_properties printed in a container, "total_memory=24114MB", which is MiB: the
+ * _CudaDeviceProperties repr in PyTorch's torch/csrc/cuda/Module.cpp divides totalGlobalMem
+ * by 1024 * 1024; the same listing gives its "multi_processor_count=64"),
+ * whose nvidia-smi total is 24564 MiB as the validation table's row v058 takes it.  The figure
+ * moves by some tens of MiB between drivers (an RTX 3090's
  * deviceQuery prints 25286672384 B, 23.55 GiB, beside the 23.58 GiB vLLM printed:
  * Jumperkables/cuda-benchmarking 00_deviceQuery/README.md @ 76861ca).
  * The RTX 4090 has no P2P with NVIDIA's driver: the mailbox hardware its P2P would use "is not
@@ -77,7 +84,8 @@ static const struct gm_gpu gpus[] = {
      GM_GPU_LINK_NVLINK},
     {"A100-40GB", "a100", 40, MIB(40960), "data-centre", 80, false, MIB(40536), 108,
      GM_GPU_LINK_NVLINK},
-    {"L40S", "l40s", 48, MIB(46068), "data-centre", 89, false, 0, 142, GM_GPU_LINK_PCIE},
+    {"L40S", "l40s", 48, MIB(46068), "data-centre", 89, false, GIB_X100(4431), 142,
+     GM_GPU_LINK_PCIE},
     {"L40", "l40", 48, MIB(46068), "data-centre", 89, false, 0, 142, GM_GPU_LINK_PCIE},
     {"A40", "a40", 48, MIB(46068), "data-centre", 86, false, 0, 84, GM_GPU_LINK_PCIE},
     {"L4", "l4", 24, MIB(23034), "data-centre", 89, false, 0, 58, GM_GPU_LINK_PCIE},
@@ -91,6 +99,8 @@ static const struct gm_gpu gpus[] = {
      false, 0, 142, GM_GPU_LINK_PCIE},
     {"RTX-A6000", "rtx-a6000 a6000 rtxa6000", 48, MIB(49140), "workstation", 86, false, 0, 84,
      GM_GPU_LINK_PCIE},
+    {"RTX-A5000", "rtx-a5000 a5000 rtxa5000", 24, MIB(24564), "workstation", 86, false, MIB(24114),
+     64, GM_GPU_LINK_PCIE},
     {"RTX-PRO-6000",
      "rtx-pro-6000 rtxpro6000 rtx-pro-6000-blackwell rtx-pro-6000-blackwell-server-edition "
      "rtx-pro-6000-blackwell-workstation-edition rtx-pro-6000-blackwell-max-q-workstation-edition",

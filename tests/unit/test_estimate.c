@@ -839,6 +839,7 @@ static void test_gpus(void **state)
         {"NVIDIA GeForce RTX 4090", "RTX-4090"},
         {"NVIDIA GeForce RTX 4070 Ti", "RTX-4070-Ti"},
         {"NVIDIA RTX A6000", "RTX-A6000"},
+        {"NVIDIA RTX A5000", "RTX-A5000"},
         {"NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada"},
         {"rtx4090", "RTX-4090"},
         /* nvidia-smi's name and vLLM's fused_moe device_name for the Blackwell RTX PRO 6000 */
@@ -870,6 +871,15 @@ static void test_gpus(void **state)
     assert_true(gm_gpu_find("rtx-pro-6000")->cuda_bytes == (uint64_t)9497 * GM_GIB / 100);
     assert_int_equal(gm_gpu_find("rtx-pro-6000")->sms, 188);
     assert_int_equal(gm_gpu_find("rtx-pro-6000")->sm, 120);
+    /* the L40S's CUDA total as a vLLM log on one prints it (44.31 GiB), below nvidia-smi's */
+    assert_true(gm_gpu_find("l40s")->cuda_bytes == (uint64_t)4431 * GM_GIB / 100);
+    assert_true(gm_gpu_find("l40s")->memory_bytes == 46068 * GM_MIB);
+    /* the RTX A5000: nvidia-smi's 24564 MiB, and the 24114 MiB CUDA reports (a PyTorch
+     * device-properties printout), which vLLM's budget multiplies; 64 SMs of cc 8.6 */
+    assert_true(gm_gpu_find("rtx-a5000")->memory_bytes == 24564 * GM_MIB);
+    assert_true(gm_gpu_find("rtx-a5000")->cuda_bytes == 24114 * GM_MIB);
+    assert_int_equal(gm_gpu_find("rtx-a5000")->sms, 64);
+    assert_int_equal(gm_gpu_find("rtx-a5000")->sm, 86);
     /* ambiguous: refused with the choices, smallest first */
     assert_int_equal(gm_gpu_lookup("A100", &g, &err), GM_ERR_INVALID);
     assert_non_null(strstr(err.msg, "'A100' is ambiguous: A100-40GB or A100-80GB"));
