@@ -1059,11 +1059,11 @@ enum gm_status est_suggest(const struct gm_job *job, const struct gm_estimate *b
      * loads the same model) */
     est_replay_memo_copy(&sx.scratch->store->replays, base->store->replays);
     est_load_memo_copy(&sx.scratch->store->loads, base->store->loads);
-    /* every change alone, on the hardware the job has, then with more.  The verdict first
-     * (est_run_verdict(): a replay at the capacity, which stops at the first request that
-     * fails); the figures of a change that fits at once, those of one that does not only
-     * where the search reads them (figures_read()), once it knows which: far from fitting,
-     * they are a replay without the limit, the search's costly part. */
+    /* every change alone, on the hardware the job has, then with more.  A change whose
+     * figures are seldom read gets the verdict first (est_run_verdict(): a replay at the
+     * capacity, which stops at the first request that fails): its figures at once when it
+     * fits, else only where the search reads them (figures_read()), once it knows which; far
+     * from fitting, they are a replay without the limit, the search's costly part. */
     for (size_t i = 0; i < N_CANDIDATES; i++) {
         struct tried *t = &tried[i];
         struct gm_job a;
