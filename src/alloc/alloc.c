@@ -983,8 +983,10 @@ static enum gm_status malloc_block(struct gm_alloc *a, uint64_t orig, int64_t st
     size = gm_alloc_round_size(&a->conf, orig);
     p = size <= GM_ALLOC_SMALL_SIZE ? &a->small : &a->large;
     /* room for the remainder of a split and the new allocation: once a block is taken
-     * from the pool, nothing below may fail half-way */
-    if (blockset_reserve(&p->blocks, 2) || blockset_reserve(&p->unmapped, 2) ||
+     * from the pool, nothing below may fail half-way (the unmapped ranges take inserts
+     * only with expandable segments: find_expandable()) */
+    if (blockset_reserve(&p->blocks, 2) ||
+        (a->conf.expandable_segments && blockset_reserve(&p->unmapped, 2)) ||
         (!a->lean && !active_reserve(a)))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "allocator model: out of memory");
     b = get_free_block(a, p, size, stream, &at);
@@ -1167,7 +1169,13 @@ static enum gm_status free_block(struct gm_alloc *a, struct block *b)
         }
     }
     if (spot) {
-        enum gm_status st = pool_replace(p, NULL, spot, b);
+        /* spot is free, mapped, with no event pending: among its pool's free blocks, in its
+         * stream's tree (the segment's) */
+        struct blockset_pos at = {tree_index(&p->blocks, (uint64_t)spot->stream), {NULL, 0}};
+        enum gm_status st;
+        if (at.t < p->blocks.n_trees && p->blocks.trees[at.t].stream == (uint64_t)spot->stream)
+            at.p = gm_btree_find_held(&p->blocks.trees[at.t].t, spot);
+        st = pool_replace(p, at.p.leaf ? &at : NULL, spot, b);
         block_drop(a, spot);
         if (st)
             return GM_ERR_NOMEM;

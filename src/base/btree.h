@@ -262,8 +262,23 @@ void gm_btree_erase_at(struct gm_btree *t, struct gm_btree_pos p);
 /* Erase 'val', found by its home: false when it is not in 't' (or 't' keeps no homes). */
 bool gm_btree_erase(struct gm_btree *t, const void *val);
 
+/* The position of 'val' in its home 'leaf' (NULL: none), whichever tree that leaf is in:
+ * the end when the leaf does not hold it. */
+static inline struct gm_btree_pos gm_btree_find_in_leaf(struct gm_btree_node *leaf, const void *val)
+{
+    struct gm_btree_pos p = {NULL, 0};
+    for (unsigned i = 0; leaf && i < leaf->n; i++)
+        if (leaf->e[i].ptr == val) {
+            p.leaf = leaf;
+            p.i = i;
+            break;
+        }
+    return p;
+}
+
 /* The position of 'val', found by its home: the end when it is not in 't' (or 't' keeps no
- * homes). */
+ * homes).  A caller that knows 't' holds it may skip the look for the leaf's tree:
+ * gm_btree_find_held(). */
 static inline struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const void *val)
 {
     struct gm_btree_pos p = {NULL, 0};
@@ -278,13 +293,17 @@ static inline struct gm_btree_pos gm_btree_find(const struct gm_btree *t, const 
         ;
     if (top != t->root)
         return p;
-    for (unsigned i = 0; i < leaf->n; i++)
-        if (leaf->e[i].ptr == val) {
-            p.leaf = leaf;
-            p.i = i;
-            break;
-        }
-    return p;
+    return gm_btree_find_in_leaf(leaf, val);
+}
+
+/* gm_btree_find() of a value 't' holds, or of none (the end): by its home alone, the leaf's
+ * tree not looked for (a value that is in another of several trees is found there). */
+static inline struct gm_btree_pos gm_btree_find_held(const struct gm_btree *t, const void *val)
+{
+    struct gm_btree_node *leaf = NULL;
+    if (t->home != GM_BTREE_NO_HOME)
+        memcpy(&leaf, (const char *)val + t->home, sizeof(leaf));
+    return gm_btree_find_in_leaf(leaf, val);
 }
 
 /* Put 'key' and 'val' in the place of the entry at 'p' (not the end) when the place of 'key'

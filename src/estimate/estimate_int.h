@@ -214,6 +214,17 @@ enum gm_status est_run_verdict(const struct gm_job *job, struct gm_estimate *e,
  * and 'e' holds whatever it last ran. */
 enum gm_status est_search(const struct gm_job *job, enum gm_search what, struct gm_est_search *res,
                           struct gm_estimate *e, bool shown, struct gm_error *err);
+/* What a test asks of est_suggest(): every change alone with its figures (est_run_point()),
+ * as if each were shown, where the search runs only those it reads (the answer is the same);
+ * and how many step replays without a limit the search ran. */
+struct est_sugg_probe {
+    bool settle_all;    /* in */
+    uint64_t free_runs; /* out */
+};
+/* gm_estimate_suggest() with 'probe' (NULL: none). */
+enum gm_status est_suggest(const struct gm_job *job, const struct gm_estimate *base,
+                           struct est_sugg_probe *probe, struct gm_est_suggestions *out,
+                           struct gm_error *err);
 
 /* Append a component; 'note' may be NULL.  GM_ERR_LIMIT past GM_EST_MAX_COMPONENTS,
  * GM_ERR_NOMEM. */
@@ -441,6 +452,9 @@ void est_replay_memo_free(struct est_replay_memo *m);
 /* Add the replays 'from' keeps (may be NULL) to *to, as far as memory allows (a replay not
  * copied only runs again). */
 void est_replay_memo_copy(struct est_replay_memo **to, const struct est_replay_memo *from);
+/* How many step replays were run into 'e' (its memo's), not answered from it: those without
+ * a limit ('free_runs') or those at a capacity.  For tests. */
+uint64_t est_step_replay_runs(const struct gm_estimate *e, bool free_runs);
 
 /* ---- arch.c: layer widths and KV layouts ---- */
 

@@ -1916,6 +1916,7 @@ struct est_replay_memo {
     size_t n;    /* entries used */
     size_t next; /* the entry a new replay replaces once all are used */
     struct memo_ent ent[MEMO_MAX];
+    uint64_t runs[2];       /* replays run into it, not answered from it: at a capacity, without */
     struct kept_alloc kept; /* the model the replays run into this estimate share */
 };
 
@@ -1997,6 +1998,11 @@ static void memo_put(struct est_replay_memo **mp, const uint8_t *key, size_t len
     e->out = *out;
 }
 
+uint64_t est_step_replay_runs(const struct gm_estimate *e, bool free_runs)
+{
+    return e->store->replays ? e->store->replays->runs[free_runs] : 0;
+}
+
 void est_replay_memo_copy(struct est_replay_memo **to, const struct est_replay_memo *from)
 {
     for (size_t i = 0; from && i < from->n; i++)
@@ -2017,6 +2023,8 @@ static enum gm_status replay_at(struct est_ctx *cx, const struct prepared *pr, c
     }
     if (mp && !*mp)
         *mp = gm_calloc(1, sizeof(**mp)); /* NULL: the run takes its own model */
+    if (mp && *mp)
+        (*mp)->runs[capacity == 0]++;
     st = run_prepared(pr, capacity, pass, mp && *mp ? &(*mp)->kept : NULL, out, err);
     if (st == GM_OK && mp && key)
         memo_put(mp, key, len, capacity, out);

@@ -26,8 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_SETS  4
-#define MAX_TRIED 48
+#define MAX_SETS 4
 
 /* Settings one change makes, as typed values by setting id, and those it takes back
  * (--qlora replaces --lora; --fsdp replaces --zero and DeepSpeed's own bucket settings). */
@@ -980,19 +979,73 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
     return true;
 }
 
-enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_estimate *base,
-                                   struct gm_est_suggestions *out, struct gm_error *err)
+/* A training job's combination takes no change dearer than pure bf16 (rank 40). */
+#define TRAIN_COMBINE_BELOW 41
+
+/* Whether the search reads how far candidate 'i' alone leaves the job from fitting, when it
+ * does not fit: every candidate's when none fits alone (they are the answer, closest first),
+ * else those the combination takes part in ('below': its rank bound, 0 when it does not run:
+ * the changes that fit are the answer, and those that do not are never shown). */
+static bool figures_read(size_t i, bool some_fit, unsigned below)
+{
+    return !some_fit || (combinable(i) && candidates[i].rank < below);
+}
+
+/* Whether the figures of candidate 'i' are seldom read (figures_read(), before it is known
+ * whether some change fits): none that can take part in a combination.  Those get the
+ * verdict first, the others their figures at once (a verdict first would be a second run). */
+static bool figures_seldom_read(const struct gm_job *job, size_t i)
+{
+    return !combinable(i) ||
+           (job->mode == GM_EST_TRAIN && candidates[i].rank >= TRAIN_COMBINE_BELOW);
+}
+
+/* Candidate i alone, its figures run (est_run_point()) into sx->scratch: *t and alone[i] as
+ * the search reads them; true when it helps (t is kept). */
+static bool settle(struct sugg_ctx *sx, size_t i, const struct gm_job *a, uint64_t base_dist,
+                   uint64_t *alone, struct tried *t)
+{
+    if (est_run_point(a, sx->scratch, NULL) != GM_OK)
+        return false; /* alone[i] stays NOT_APPLIED */
+    t->distance = distance(a, sx->scratch);
+    alone[i] = NO_HELP;
+    if (t->distance >= base_dist)
+        return false; /* does not help */
+    alone[i] = t->distance;
+    change_text(&t->c, t->s.change, sizeof t->s.change);
+    t->s.trade = t->c.trade ? t->c.trade : candidates[i].trade;
+    t->s.cost = candidates[i].cost;
+    t->s.device_bytes = sx->scratch->fit.device_bytes;
+    t->s.fits = sx->scratch->fit.fits;
+    t->s.reason = sx->scratch->fit.reason;
+    t->s.paged_bytes = sx->scratch->fit.paged_bytes;
+    t->rank = candidates[i].rank;
+    /* fitting only by paging state to host memory on every step is a fallback, after
+     * moving the optimizer to the CPU outright */
+    if (t->s.reason == GM_FIT_FITS_PAGED && t->rank < RANK_FITS_PAGED)
+        t->rank = RANK_FITS_PAGED;
+    t->hardware = candidates[i].hardware;
+    t->cand = i;
+    return true;
+}
+
+enum gm_status est_suggest(const struct gm_job *job, const struct gm_estimate *base,
+                           struct est_sugg_probe *probe, struct gm_est_suggestions *out,
+                           struct gm_error *err)
 {
     struct tried *tried;
     size_t n_tried = 0;
     uint64_t base_dist = distance(job, base), alone[N_CANDIDATES];
-    unsigned best_rank = UINT32_MAX;
+    unsigned best_rank = UINT32_MAX, below = 0;
+    bool kept[N_CANDIDATES] = {false}, pending[N_CANDIDATES] = {false}, some_fit = false;
+    bool settle_all = probe && probe->settle_all;
     struct sugg_ctx sx;
 
     memset(out, 0, sizeof(*out));
     if (!job->gpu.memory_bytes || base->fit.fits)
         return GM_OK;
-    tried = gm_calloc(MAX_TRIED + 1, sizeof(*tried));
+    /* one per candidate, in the table's order, and the combination */
+    tried = gm_calloc(N_CANDIDATES + 1, sizeof(*tried));
     sx.scratch = est_new();
     if (!tried || !sx.scratch) {
         gm_free(tried);
@@ -1006,44 +1059,46 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
      * loads the same model) */
     est_replay_memo_copy(&sx.scratch->store->replays, base->store->replays);
     est_load_memo_copy(&sx.scratch->store->loads, base->store->loads);
-    /* every change alone, on the hardware the job has, then with more */
-    for (size_t i = 0; i < N_CANDIDATES && n_tried < MAX_TRIED; i++) {
-        struct tried *t = &tried[n_tried];
+    /* every change alone, on the hardware the job has, then with more.  A change whose
+     * figures are seldom read gets the verdict first (est_run_verdict(): a replay at the
+     * capacity, which stops at the first request that fails): its figures at once when it
+     * fits, else only where the search reads them (figures_read()), once it knows which; far
+     * from fitting, they are a replay without the limit, the search's costly part. */
+    for (size_t i = 0; i < N_CANDIDATES; i++) {
+        struct tried *t = &tried[i];
         struct gm_job a;
         alone[i] = NOT_APPLIED;
-        memset(t, 0, sizeof(*t));
-        if (!candidates[i].make(&sx, &t->c) || !apply(job, &t->c, &a) ||
-            est_run_point(&a, sx.scratch, NULL) != GM_OK)
+        if (!candidates[i].make(&sx, &t->c) || !apply(job, &t->c, &a))
             continue;
-        t->distance = distance(&a, sx.scratch);
-        alone[i] = NO_HELP;
-        if (t->distance >= base_dist)
-            continue; /* does not help */
-        alone[i] = t->distance;
-        change_text(&t->c, t->s.change, sizeof t->s.change);
-        t->s.trade = t->c.trade ? t->c.trade : candidates[i].trade;
-        t->s.cost = candidates[i].cost;
-        t->s.device_bytes = sx.scratch->fit.device_bytes;
-        t->s.fits = sx.scratch->fit.fits;
-        t->s.reason = sx.scratch->fit.reason;
-        t->s.paged_bytes = sx.scratch->fit.paged_bytes;
-        t->rank = candidates[i].rank;
-        /* fitting only by paging state to host memory on every step is a fallback, after
-         * moving the optimizer to the CPU outright */
-        if (t->s.reason == GM_FIT_FITS_PAGED && t->rank < RANK_FITS_PAGED)
-            t->rank = RANK_FITS_PAGED;
-        t->hardware = candidates[i].hardware;
-        t->cand = i;
+        if (!settle_all && figures_seldom_read(job, i) &&
+            est_run_verdict(&a, sx.scratch, NULL) == GM_OK && !sx.scratch->fit.fits) {
+            pending[i] = true;
+            continue;
+        }
+        if (!(kept[i] = settle(&sx, i, &a, base_dist, alone, t)))
+            continue;
+        some_fit = some_fit || t->s.fits;
         if (t->s.fits && !t->hardware && t->rank < best_rank)
             best_rank = t->rank;
-        n_tried++;
     }
     /* a cheaper way on the same GPUs: the cheaper changes together, when no change alone fits
      * or only one that costs sharding or more does (in training, none dearer than pure bf16:
      * host memory and adapters are changes of their own; a training run is the costly one) */
-    if (best_rank >= 20 &&
-        combine(&sx, job->mode == GM_EST_TRAIN && best_rank > 41 ? 41 : best_rank, &tried[n_tried]))
+    if (best_rank >= 20)
+        below = job->mode == GM_EST_TRAIN && best_rank > TRAIN_COMBINE_BELOW ? TRAIN_COMBINE_BELOW
+                                                                             : best_rank;
+    for (size_t i = 0; i < N_CANDIDATES; i++) {
+        struct gm_job a;
+        if (pending[i] && figures_read(i, some_fit, below) && apply(job, &tried[i].c, &a))
+            kept[i] = settle(&sx, i, &a, base_dist, alone, &tried[i]);
+    }
+    for (size_t i = 0; i < N_CANDIDATES; i++)
+        if (kept[i])
+            tried[n_tried++] = tried[i];
+    if (below && combine(&sx, below, &tried[n_tried]))
         n_tried++;
+    if (probe)
+        probe->free_runs = est_step_replay_runs(sx.scratch, true);
 
     /* rank: fitting first (the GPUs the job has before more), cheapest first; then closest */
     for (size_t i = 1; i < n_tried; i++)
@@ -1067,6 +1122,12 @@ enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_est
     gm_free(tried);
     gm_estimate_free(sx.scratch);
     return GM_OK;
+}
+
+enum gm_status gm_estimate_suggest(const struct gm_job *job, const struct gm_estimate *base,
+                                   struct gm_est_suggestions *out, struct gm_error *err)
+{
+    return est_suggest(job, base, NULL, out, err);
 }
 
 void gm_est_suggestions_release(struct gm_est_suggestions *s)

@@ -313,7 +313,7 @@ static void random_replace_against_sorted_array(uint64_t seed, size_t n_max, uin
         size_t i = (size_t)(rng_next(&s) % n_max), j;
         uint64_t op = rng_next(&s);
         struct gm_btree_key k, was;
-        struct gm_btree_pos p;
+        struct gm_btree_pos p, q;
         bool done, present;
         if (!in[i])
             continue;
@@ -334,6 +334,10 @@ static void random_replace_against_sorted_array(uint64_t seed, size_t n_max, uin
         present = ref_has_other(&r, k, &items[i]);
         p = op & 4 ? gm_btree_lower_bound(&t, items[i].key) : gm_btree_find(&t, &items[i]);
         assert_ptr_equal(gm_btree_at(p), &items[i]);
+        /* a value the tree holds is where its home says, without the look for its tree */
+        q = gm_btree_find_held(&t, &items[i]);
+        assert_ptr_equal(q.leaf, p.leaf);
+        assert_int_equal(q.i, p.i);
         done = gm_btree_replace_at(&t, p, k, &items[j]);
         if (present) {
             assert_false(done);
@@ -352,7 +356,7 @@ static void random_replace_against_sorted_array(uint64_t seed, size_t n_max, uin
             items[i].key = was;
         } else {
             /* in the entry's own place, or its leaf's entries shifted */
-            struct gm_btree_pos q = gm_btree_find(&t, &items[j]);
+            q = gm_btree_find(&t, &items[j]);
             assert_ptr_equal(q.leaf, p.leaf);
             if (q.i == p.i)
                 in_place++;
@@ -579,7 +583,8 @@ static void test_fingers_beside_their_leaf(void **state)
     free(it);
 }
 
-/* A value of another tree (sharing the pool) is not erased from this one. */
+/* A value of another tree (sharing the pool) is not erased from this one, nor found in it;
+ * gm_btree_find_held(), which trusts the caller, finds it where it is. */
 static void test_value_of_another_tree(void **state)
 {
     struct gm_slab pool = GM_BTREE_POOL_INIT;
@@ -590,6 +595,9 @@ static void test_value_of_another_tree(void **state)
     gm_btree_init(&b, &pool, HOME);
     assert_int_equal(gm_btree_insert(&a, x.key, &x), GM_OK);
     assert_int_equal(gm_btree_insert(&b, y.key, &y), GM_OK);
+    assert_null(gm_btree_find(&a, &y).leaf);
+    assert_ptr_equal(gm_btree_at(gm_btree_find_held(&a, &y)), &y);
+    assert_ptr_equal(gm_btree_find_held(&a, &y).leaf, b.root);
     assert_false(gm_btree_erase(&a, &y));
     assert_false(gm_btree_erase(&b, &x));
     assert_true(gm_btree_erase(&a, &x));
@@ -612,6 +620,7 @@ static void test_without_homes(void **state)
         assert_int_equal(gm_btree_insert(&t, k, &v[i]), GM_OK);
     }
     assert_false(gm_btree_erase(&t, &v[3]));
+    assert_null(gm_btree_find_held(&t, &v[3]).leaf);
     for (int i = 0; i < 100; i++) {
         struct gm_btree_pos p = gm_btree_first(&t);
         assert_int_equal(gm_btree_key_at(p).hi, (uint64_t)i);

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "estimate/estimate_int.h"
 #include "gpumem/estimate.h"
 #include "gpumem/units.h"
 
@@ -455,6 +456,74 @@ static void test_nothing_fits(void **state)
         assert_false(sugg.items[i].fits);
 }
 
+/* The search runs a change's figures (a replay without the limit) only where it reads them:
+ * a change that does not fit is shown only when none fits, and counts only where the
+ * combination may take it.  The answer is the one of the search that runs every change's
+ * figures, item by item; and for a 70B full fine-tune on one H100 (some changes fit, host
+ * memory and adapters are not combined) it runs fewer replays without a limit. */
+static void assert_same_suggestions(const struct gm_est_suggestions *a,
+                                    const struct gm_est_suggestions *b)
+{
+    assert_int_equal(a->n, b->n);
+    assert_int_equal(a->none_fits, b->none_fits);
+    for (size_t i = 0; i < a->n; i++) {
+        const struct gm_est_suggestion *x = &a->items[i], *y = &b->items[i];
+        assert_string_equal(x->change, y->change);
+        assert_ptr_equal(x->trade, y->trade);
+        assert_int_equal(x->cost, y->cost);
+        assert_int_equal(x->device_bytes, y->device_bytes);
+        assert_int_equal(x->fits, y->fits);
+        assert_int_equal(x->reason, y->reason);
+        assert_int_equal(x->paged_bytes, y->paged_bytes);
+        assert_int_equal(x->combined, y->combined);
+    }
+}
+
+/* est_suggest() with every change's figures and with those read: the same answer; the
+ * replays without a limit each ran, in *all and *read. */
+static void suggest_both_ways(const struct gm_job *j, uint64_t *all, uint64_t *read)
+{
+    struct est_sugg_probe probe = {.settle_all = true};
+    struct gm_est_suggestions every = {0};
+    struct gm_error err;
+    assert_int_equal(gm_estimate_run(j, &base, &err), GM_OK);
+    assert_false(base->fit.fits);
+    assert_int_equal(est_suggest(j, base, &probe, &every, &err), GM_OK);
+    *all = probe.free_runs;
+    probe.settle_all = false;
+    gm_est_suggestions_release(&sugg);
+    assert_int_equal(est_suggest(j, base, &probe, &sugg, &err), GM_OK);
+    *read = probe.free_runs;
+    assert_same_suggestions(&every, &sugg);
+    assert_true(*read <= *all);
+    gm_est_suggestions_release(&every);
+}
+
+static void test_figures_only_where_read(void **state)
+{
+    struct gm_job j;
+    uint64_t all, read;
+    (void)state;
+    gm_job_init(&j);
+    j.model.model = gm_model_catalog_find("llama-3.1-70b");
+    set(&j, "train", NULL);
+    set(&j, "gpu", "H100");
+    suggest_both_ways(&j, &all, &read);
+    assert_false(sugg.none_fits);
+    assert_true(read < all);
+    /* nothing fits: every change is shown, every change's figures run */
+    gm_job_init(&j);
+    j.model.model = gm_model_catalog_find("llama-3.1-405b");
+    set(&j, "infer", NULL);
+    set(&j, "engine", "vllm");
+    set(&j, "gpu", "RTX-3060");
+    suggest_both_ways(&j, &all, &read);
+    assert_true(sugg.none_fits);
+    finetune_8b(&j, NULL, "8");
+    set(&j, "gpu", "A100-40GB");
+    suggest_both_ways(&j, &all, &read);
+}
+
 /* The report's JSON, parsed (the caller frees it with json_decref). */
 static json_t *report_doc(const struct gm_estimate_report *r)
 {
@@ -559,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_fsdp_replaces_deepspeed_settings),
         cmocka_unit_test(test_finetune_one_gpu),
         cmocka_unit_test(test_nothing_fits),
+        cmocka_unit_test(test_figures_only_where_read),
         cmocka_unit_test(test_report_json),
         cmocka_unit_test(test_never_impossible),
         cmocka_unit_test(test_report_json_trl_version),
