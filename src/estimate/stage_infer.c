@@ -51,16 +51,49 @@ static enum hf_generate hf_generate_form(uint32_t v)
     return v < GM_VERSION(4, 45, 0) ? GEN_CACHE_ALL_LOGITS : GEN_CACHE;
 }
 
+/* What generate()'s default cache keeps in a model's sliding-window (and chunked) layers, by
+ * release (with --transformers-version; without it the current release's):
+ *   from 4.56    DynamicCache(config=...) gives each sliding layer a DynamicSlidingWindowLayer
+ *                that keeps at most the window (PR #40039, "New DynamicSlidingWindowLayer &
+ *                associated Cache"; cache_utils.py DynamicCache.__init__, read at 004999d), and
+ *                generate() ignores a checkpoint's cache_implementation="hybrid" (PR #40135)
+ *   before 4.56  a plain DynamicCache: every layer keeps every token (DynamicCache.update
+ *                concatenates; MistralFlashAttention2 slices the past to the window only in a
+ *                local copy, never in the cache), unless the architecture's checkpoints
+ *                default to cache_implementation="hybrid": then HybridCache (HybridChunkedCache
+ *                for Llama-4), preallocated for context + new tokens with the sliding layers at
+ *                the window, written in place
+ * A static cache (--static-cache) keeps the window at every release. */
+#define HF_DYNAMIC_SLIDING_WINDOW GM_VERSION(4, 56, 0)
+enum hf_window_cache { HF_WINDOW_KEPT = 0, HF_WINDOW_EVERY_TOKEN, HF_WINDOW_HYBRID_STATIC };
+
+/* The architectures whose default generation config names the hybrid cache: Gemma2Config
+ * (cache_implementation="hybrid"), Gemma-3's checkpoints' generation_config.json, Llama-4's
+ * HybridChunkedCache. */
+static const enum gm_arch hf_hybrid_default[] = {GM_ARCH_GEMMA2, GM_ARCH_GEMMA3, GM_ARCH_LLAMA4};
+
+static enum hf_window_cache hf_window_cache(const struct gm_job *j, const struct gm_model *m)
+{
+    uint32_t v = j->stack.transformers;
+    if (!v || v >= HF_DYNAMIC_SLIDING_WINDOW || j->workload.static_cache ||
+        !est_kv_sliding_layers(m))
+        return HF_WINDOW_KEPT;
+    for (size_t i = 0; i < sizeof hf_hybrid_default / sizeof hf_hybrid_default[0]; i++)
+        if (hf_hybrid_default[i] == m->arch && hf_generate_form(v) != GEN_LEGACY)
+            return HF_WINDOW_HYBRID_STATIC;
+    return HF_WINDOW_EVERY_TOKEN;
+}
+
 /* Cache bytes of the model's attention layers over 'tokens' tokens of 'seqs' sequences; the
- * sliding layers among them keep at most the window. */
+ * sliding layers among them keep at most the window when 'window' is set. */
 static double kv_tokens_bytes(const struct gm_model *m, uint64_t tokens, double bytes,
-                              uint64_t seqs, uint64_t *capped_layers)
+                              uint64_t seqs, bool window, uint64_t *capped_layers)
 {
     double per_tok_layer = est_kv_elems(m, EST_KV_TRANSFORMERS, 1) * bytes;
     uint64_t layers = est_kv_layers(m), sliding = est_kv_sliding_layers(m);
     uint64_t win = tokens;
     *capped_layers = 0;
-    if (sliding && tokens > m->sliding_window) {
+    if (window && sliding && tokens > m->sliding_window) {
         win = m->sliding_window;
         *capped_layers = sliding;
     } else {
@@ -298,6 +331,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     uint64_t capped = 0;
     enum gm_status st;
     enum hf_generate gen;
+    enum hf_window_cache wincache;
     bool full_logits;
 
     if (j->mode != GM_EST_INFER)
@@ -343,8 +377,9 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     if (m->head == GM_HEAD_ENCODER)
         return infer_encoder(cx, context, ea, eager, err);
     gen = hf_generate_form(j->stack.transformers);
+    wincache = hf_window_cache(j, m);
 
-    kv = kv_tokens_bytes(m, tokens, kvb, w->batch, &capped);
+    kv = kv_tokens_bytes(m, tokens, kvb, w->batch, wincache != HF_WINDOW_EVERY_TOKEN, &capped);
     if (m->kv_lora_rank)
         snprintf(note, sizeof(note),
                  "%llu layers x %llu heads x (%llu + %llu) decompressed K/V x %llu tokens x %g B "
@@ -445,7 +480,8 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                  true, GM_EXTENT_ONE_LAYER, "one token per sequence: one layer + logits", err);
     if (st != GM_OK)
         return st;
-    if (gen != GEN_NONE && !seq2seq && w->new_tokens && !w->static_cache) {
+    if (gen != GEN_NONE && !seq2seq && w->new_tokens && !w->static_cache &&
+        wincache != HF_WINDOW_HYBRID_STATIC) {
         /* the cache growing by concatenation at the last decode step: the legacy tuple
          * cache keeps the previous step's whole cache until the forward returns the new
          * one; DynamicCache.update replaces one layer's tensors at a time */
@@ -477,6 +513,13 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                    "new tokens = %llu",
                    (unsigned long long)m->n_kv_heads, (unsigned long long)m->n_heads,
                    (unsigned long long)m->head_dim, kvb, (unsigned long long)tokens);
+    if (wincache == HF_WINDOW_EVERY_TOKEN)
+        est_assume(e,
+                   "transformers before 4.56: generate()'s DynamicCache keeps every token in the "
+                   "%llu sliding-window layers too (a window of %llu kept only from 4.56's "
+                   "DynamicSlidingWindowLayer)",
+                   (unsigned long long)est_kv_sliding_layers(m),
+                   (unsigned long long)m->sliding_window);
     if (seq2seq)
         est_assume(e,
                    "encoder-decoder: the encoder runs once over the %llu context tokens; each of "
@@ -497,13 +540,16 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
         est_assume(e, "transformers before 4.36: the legacy tuple cache (the previous step's "
                       "cache alive while torch.cat builds the next) and the prefill's logits "
                       "at every prompt position, fp32");
-    else if (gen == GEN_CACHE_ALL_LOGITS)
-        est_assume(e, "transformers 4.36 to 4.44: DynamicCache grows one layer at a time by "
-                      "torch.cat; the prefill's logits at every prompt position, fp32 "
-                      "(num_logits_to_keep from 4.45)");
-    else if (gen == GEN_CACHE)
-        est_assume(e, "transformers from 4.45: DynamicCache grows one layer at a time by "
-                      "torch.cat; the prefill projects the last position only");
+    else if (gen == GEN_CACHE_ALL_LOGITS || gen == GEN_CACHE)
+        est_assume(e, "transformers %s: %s; the prefill%s",
+                   gen == GEN_CACHE ? "from 4.45" : "4.36 to 4.44",
+                   wincache == HF_WINDOW_HYBRID_STATIC
+                       ? "the model's default hybrid cache (until 4.56), preallocated and "
+                         "written in place"
+                       : "DynamicCache grows one layer at a time by torch.cat",
+                   gen == GEN_CACHE ? " projects the last position only"
+                                    : "'s logits at every prompt position, fp32 "
+                                      "(num_logits_to_keep from 4.45)");
     est_assume(e, "no engine pool: serving engines (vLLM, TGI) reserve a fraction of "
                   "the GPU for KV blocks up front");
     est_stack_assume(cx);

@@ -437,6 +437,52 @@ static void test_hf_generate_by_version(void **state)
 #undef GEN
 }
 
+/* What generate()'s default cache keeps in the sliding-window layers, by transformers release
+ * and architecture (stage_infer.c hf_window_cache): before 4.56 a plain DynamicCache keeps
+ * every token in every layer (Mistral-7B-v0.1, gpt-oss); from 4.56 DynamicSlidingWindowLayer
+ * keeps the window; Gemma-2's default before 4.56 is its hybrid cache: the window, preallocated
+ * and written in place (no concatenation); --static-cache keeps the window at any release. */
+static void test_hf_generate_sliding_by_version(void **state)
+{
+    /* bytes per token and layer: Mistral-7B-v0.1 (32 layers, all sliding, window 4096, 8 KV
+     * heads of 128, bf16) */
+    const uint64_t mistral_tok = 2ull * 8 * 128 * 2;
+    /* Gemma-2-9B: 42 layers, 21 sliding (window 4096), 8 KV heads of 256 */
+    const uint64_t gemma_tok = 2ull * 8 * 256 * 2;
+    /* gpt-oss-20b: 24 layers, 12 sliding (window 128), 8 KV heads of 64 */
+    const uint64_t oss_tok = 2ull * 8 * 64 * 2;
+    uint64_t kv;
+    (void)state;
+#define LONG "--infer --batch 1 --context 16384 --new-tokens 0"
+    run("mistral-7b", LONG, &base);
+    assert_int_equal(gm_estimate_kind_bytes(base, GM_KIND_KV_CACHE), 32 * mistral_tok * 4096);
+    run("mistral-7b", LONG " --transformers-version 4.55.4", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 32 * mistral_tok * 16384);
+    run("mistral-7b", LONG " --transformers-version 4.56", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 32 * mistral_tok * 4096);
+    run("mistral-7b", LONG " --transformers-version 4.40 --static-cache", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 32 * mistral_tok * 4096);
+    run("gpt-oss-20b", LONG " --transformers-version 4.55", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 24 * oss_tok * 16384);
+    run("gpt-oss-20b", LONG " --transformers-version 4.56", &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE),
+                     12 * oss_tok * 16384 + 12 * oss_tok * 128);
+#undef LONG
+    /* Gemma-2 decoding 512 tokens after 8192: the hybrid cache before 4.56 (no torch.cat
+     * copy), DynamicCache with window layers from 4.56 (one layer's average copy) */
+    kv = gemma_tok * (21 * 4096 + 21 * (8192 + 512));
+    run("gemma-2-9b",
+        "--infer --batch 1 --context 8192 --new-tokens 512 "
+        "--transformers-version 4.50",
+        &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), kv);
+    run("gemma-2-9b",
+        "--infer --batch 1 --context 8192 --new-tokens 512 "
+        "--transformers-version 4.56",
+        &with);
+    assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), kv + kv / 42);
+}
+
 /* --stack NAME[@VERSION] takes the stack's own defaults (src/estimate/stacks.c, each row
  * cited): torchtune before 0.3 ran nn.CrossEntropyLoss on the decoder's fp32 logits
  * (TransformerDecoder: self.output(h).float()) with a for-loop
@@ -2025,6 +2071,7 @@ int main(void)
         cmocka_unit_test(test_torchtitan_compiled_loss),
         cmocka_unit_test(test_fsdp_shard_ends),
         cmocka_unit_test(test_hf_generate_by_version),
+        cmocka_unit_test(test_hf_generate_sliding_by_version),
         cmocka_unit_test(test_fsdp_param_offload),
         cmocka_unit_test(test_model_impl),
         cmocka_unit_test(test_loss_in_the_model_before_446),
