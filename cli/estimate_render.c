@@ -348,6 +348,13 @@ static void text_setup(FILE *f, const struct gm_estimate_report *r)
                 a, j->engine.vllm.gpu_memory_utilization, b, (unsigned long long)sv->kv_blocks,
                 (unsigned long long)sv->block_size, (unsigned long long)sv->kv_tokens,
                 (unsigned long long)sv->kv_bytes_per_token);
+        if (sv->cuda_graph_charged_bytes) {
+            gib(a, sizeof a, sv->cuda_graph_charged_bytes);
+            fprintf(f,
+                    "  the budget pays vLLM's own CUDA-graph estimate, %s (the device holds the "
+                    "graphs as captured: cuda_graphs)\n",
+                    a);
+        }
         fprintf(f, "  max_model_len %llu: %.2f concurrent sequences at full length%s\n",
                 (unsigned long long)sv->max_model_len, sv->max_concurrency,
                 sv->kv_tokens < sv->max_model_len ? " - vLLM would refuse to start" : "");

@@ -795,6 +795,9 @@ struct gm_est_serving {
     uint64_t non_torch_bytes;        /* vLLM: non-torch memory beside the context and NCCL */
     uint64_t non_torch_logged_bytes; /* vLLM: what its log prints as non-torch, by version */
     uint64_t activation_peak_bytes;
+    /* vLLM 0.21 on: its own estimate of the CUDA graphs, charged to the budget (the device
+     * holds the 'cuda_graphs' component instead); 0 where the budget pays none */
+    uint64_t cuda_graph_charged_bytes;
     uint64_t kv_bytes_per_token; /* all layers, one device */
     uint64_t kv_pool_bytes;
     uint64_t kv_blocks;

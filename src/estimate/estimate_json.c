@@ -579,6 +579,8 @@ static void json_extras(struct gm_json *w, const struct gm_estimate_report *r)
             gm_json_kv_u64(w, "non_torch_logged_bytes", sv->non_torch_logged_bytes);
             gm_json_kv_u64(w, "activation_peak_bytes", sv->activation_peak_bytes);
             gm_json_kv_u64(w, "sampler_bytes", sv->sampler_bytes);
+            if (sv->cuda_graph_charged_bytes)
+                gm_json_kv_u64(w, "cuda_graph_charged_bytes", sv->cuda_graph_charged_bytes);
             /* only where the ranks differ (the V0 engine at tp > 1) */
             if (sv->worker_activation_peak_bytes) {
                 gm_json_kv_u64(w, "worker_activation_peak_bytes", sv->worker_activation_peak_bytes);

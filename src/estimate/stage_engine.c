@@ -635,6 +635,29 @@ static uint64_t full_graphs_upto(const struct gm_job *j, uint64_t tokens, uint64
     return graph_sizes_upto(j, tokens, seqs, seqs < limit ? seqs : limit, &largest);
 }
 
+/* The largest graph size whose all-reduces take the custom all-reduce: its 16-bit input, the
+ * size's tokens x hidden, under max_size (should_custom_ar). */
+static uint64_t custom_ar_top(const struct gm_model *m)
+{
+    return m->hidden ? (VLLM_CUSTOM_AR_MAX_SIZE - 1) / (2 * m->hidden) : 0;
+}
+
+/* The bytes the all-reduces of ONE graph of 'size' tokens add (est_vllm_graph_allreduces
+ * counts them over all sizes). */
+static uint64_t graph_ar_one(const struct gm_job *j, uint64_t size, bool custom_ar,
+                             bool spans_nodes, bool embedding)
+{
+    const struct gm_model *m = j->model.model;
+    enum est_vllm_graph_ar path;
+    if (!m || j->parallel.tp < 2)
+        return 0;
+    path = custom_ar && size <= custom_ar_top(m) ? EST_VLLM_GRAPH_AR_CUSTOM
+           : spans_nodes                         ? EST_VLLM_GRAPH_AR_NCCL_NET
+                                                 : EST_VLLM_GRAPH_AR_NCCL_NODE;
+    return gm_mul_sat(2 * est_div_up(m->n_layers, j->parallel.pp) + (embedding ? 1 : 0),
+                      vllm_graph_ar_bytes[path]);
+}
+
 uint64_t est_vllm_graph_allreduces(const struct gm_job *j, uint64_t tokens, uint64_t seqs,
                                    bool custom_ar, bool spans_nodes, bool embedding,
                                    uint64_t n[EST_VLLM_GRAPH_AR_PATHS])
@@ -652,7 +675,7 @@ uint64_t est_vllm_graph_allreduces(const struct gm_job *j, uint64_t tokens, uint
              est_vllm_full_graphs(j, tokens, seqs);
     if (custom_ar && m->hidden) {
         /* the largest size whose 16-bit input is under max_size */
-        under = (VLLM_CUSTOM_AR_MAX_SIZE - 1) / (2 * m->hidden);
+        under = custom_ar_top(m);
         custom = (v0 ? 0 : graph_sizes_upto(j, tokens, seqs, under, &largest)) +
                  full_graphs_upto(j, tokens, seqs, under);
     }
@@ -687,9 +710,62 @@ static bool vllm_stage_has_embedding(const struct est_ctx *cx)
     return cx->job->parallel.pp < 2 || cx->pc.lm_head <= cx->pc.embedding;
 }
 
+/* vLLM's own estimate of its CUDA graphs, from 0.21 charged to the budget before the KV pool
+ * exists (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, default on since 0.21): the V1 runner's
+ * profile_cudagraph_memory (vllm/v1/worker/gpu_model_runner.py, in the form vLLM issue #45178
+ * quotes; no release commit pinned here) captures, into one fresh temporary pool, the first two
+ * descriptors of each mode in the order get_capture_descs gives them
+ * (vllm/v1/cudagraph_dispatcher.py: PIECEWISE first, then FULL, each largest first), measures each
+ * capture as the drop in the device's free memory, and charges max over the modes of the first
+ * capture + per mode (n - 1) x max(second capture, 1 MiB): linear, where the real graphs share one
+ * pool (vLLM issue #45178).  Modelled here from the capture model vllm_graph_bytes prices the real
+ * graphs with: the first piecewise capture holds the shared pool and the largest size's graph, each
+ * later capture only its graph (its intermediates fit in the pool the larger size left); the FULL
+ * mode's largest (at most max_num_seqs tokens) fits in the pool PIECEWISE left.  With every graph
+ * of a mode priced alike that is the real figure less one full graph, plus the 1 MiB floor where a
+ * graph is below it, plus the all-reduce path of the second size where it differs from others'. Not
+ * modelled: what else a capture's drop in free memory holds (the FULL mode's first capture runs its
+ * attention at long sequence lengths, profile_seq_lens), which may be where v038's 0.15 GiB
+ * estimate against 0.11 GiB captured comes from. */
+static uint64_t vllm_graph_estimate(const struct est_ctx *cx, uint64_t tokens, uint64_t seqs,
+                                    uint64_t pool, uint64_t layers, uint64_t n_pw, uint64_t top,
+                                    uint64_t n_full)
+{
+    const struct gm_job *j = cx->job;
+    bool spans, custom = vllm_custom_ar(cx, &spans) != 0, emb = vllm_stage_has_embedding(cx);
+    uint64_t pw_bytes = gm_mul_sat(layers, GRAPH_PIECE_BYTES),
+             full_bytes = gm_mul_sat(layers, GRAPH_FULL_LAYER_BYTES), first = 0, rest = 0,
+             size = top, second, full_top;
+    if (n_pw) {
+        first = gm_add_sat(gm_add_sat(pool, pw_bytes), graph_ar_one(j, top, custom, spans, emb));
+        if (n_pw > 1) {
+            graph_sizes_upto(j, tokens, seqs, top - 1, &second);
+            size = gm_add_sat(pw_bytes, graph_ar_one(j, second, custom, spans, emb));
+            rest = gm_mul_sat(n_pw - 1, size > GM_MIB ? size : GM_MIB);
+        }
+    }
+    if (n_full) {
+        graph_sizes_upto(j, tokens, seqs, seqs, &full_top);
+        size = gm_add_sat(full_bytes, graph_ar_one(j, full_top, custom, spans, emb));
+        if (!n_pw) /* no piecewise capture before it: the pool is this mode's */
+            size = gm_add_sat(size, pool);
+        if (size > first)
+            first = size;
+        if (n_full > 1) {
+            graph_sizes_upto(j, tokens, seqs, full_top - 1, &second);
+            size = gm_add_sat(full_bytes, graph_ar_one(j, second, custom, spans, emb));
+            rest = gm_add_sat(rest, gm_mul_sat(n_full - 1, size > GM_MIB ? size : GM_MIB));
+        }
+    }
+    return gm_add_sat(first, rest);
+}
+
+/* The CUDA graphs' memory as captured (the capture model below), and in '*charged' what the
+ * version's budget pays for them before the KV pool: vLLM's own estimate from 0.21
+ * (vllm_graph_estimate), 0 before. */
 static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint64_t seqs,
                                  uint64_t t, uint64_t *sizes, uint64_t *largest, uint64_t *full,
-                                 uint64_t ar[EST_VLLM_GRAPH_AR_PATHS])
+                                 uint64_t ar[EST_VLLM_GRAPH_AR_PATHS], uint64_t *charged)
 {
     const struct gm_job *j = cx->job;
     const struct gm_model *m = cx->m;
@@ -703,6 +779,9 @@ static uint64_t vllm_graph_bytes(const struct est_ctx *cx, uint64_t tokens, uint
         pool = vllm_awq_dequant_peak(m, *largest, t);
     ar_bytes =
         est_vllm_graph_allreduces(j, tokens, seqs, custom, spans, vllm_stage_has_embedding(cx), ar);
+    *charged = vllm_era(j->stack.vllm) == VLLM_V1_GRAPHS
+                   ? vllm_graph_estimate(cx, tokens, seqs, pool, layers, piecewise, *largest, *full)
+                   : 0;
     return gm_add_sat(
         gm_add_sat(gm_add_sat(gm_mul_sat(gm_mul_sat(piecewise, layers), GRAPH_PIECE_BYTES),
                               gm_mul_sat(gm_mul_sat(*full, layers), GRAPH_FULL_LAYER_BYTES)),
@@ -1629,6 +1708,7 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
              bs = v->block_size ? v->block_size : 16, seqs, hidden_bytes, graph_sizes = 0,
              graph_largest = 0, graph_full = 0, graph_ar[EST_VLLM_GRAPH_AR_PATHS] = {0}, ws,
              ws_peak, kernels;
+    uint64_t graph_charged = 0;  /* what the budget pays for the graphs (vllm_graph_bytes) */
     uint64_t logged_rank0 = 0;   /* what of 'logged' rank 0 alone holds */
     uint64_t load_gap = 0;       /* the weights' load replayed once: the cache it leaves */
     const char *load_why = NULL; /* what the replay does not cover, or NULL */
@@ -1829,12 +1909,21 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     }
     graphs = v->cuda_graph_bytes ? v->cuda_graph_bytes
                                  : vllm_graph_bytes(cx, T, seqs, t, &graph_sizes, &graph_largest,
-                                                    &graph_full, graph_ar);
-    if (v->enforce_eager)
+                                                    &graph_full, graph_ar, &graph_charged);
+    /* a pool given outright is what the estimate measured too */
+    if (v->cuda_graph_bytes && era == VLLM_V1_GRAPHS)
+        graph_charged = graphs;
+    if (v->enforce_eager) {
         graphs = 0;
-    else
+        graph_charged = 0;
+    } else {
         graphs = est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)graphs,
                                          0.5 * (double)graphs, 2.0 * (double)graphs));
+        graph_charged =
+            est_round(est_uncertain(cx, GM_UNCERTAIN_ENGINE, false, (double)graph_charged,
+                                    0.5 * (double)graph_charged, 2.0 * (double)graph_charged));
+    }
+    sv->cuda_graph_charged_bytes = graph_charged;
     budget = (uint64_t)((double)vllm_total_bytes(j) * v->gpu_memory_utilization);
     sv->budget_bytes = budget;
     sv->non_torch_bytes = non_torch;
@@ -1860,8 +1949,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                        (double)extra / (double)GM_MIB);
         }
     }
-    if (era == VLLM_V1_GRAPHS)
-        need = gm_add_sat(need, graphs);
+    /* 0.21 on: the budget pays vLLM's estimate of the graphs, the device the graphs */
+    need = gm_add_sat(need, graph_charged);
     pool = budget > need ? budget - need : 0;
     sv->worker_activation_peak_bytes = vllm_worker_peak(j, m, T, seqs, ws, blas);
     if (sv->worker_activation_peak_bytes) {
@@ -1907,12 +1996,23 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
     if (graphs &&
         (st = est_add(e, GM_KIND_ENGINE_POOL, "cuda_graphs", graphs, GM_EST_PHASE_DECODE, false,
                       GM_EXTENT_ONE_LAYER,
-                      era == VLLM_V1_GRAPHS ? "CUDA-graph pool, estimated and charged to the "
-                                              "budget before the KV pool"
+                      era == VLLM_V1_GRAPHS ? "CUDA-graph pool captured after the KV pool; the "
+                                              "budget paid vLLM's estimate of it before"
                                             : "CUDA-graph pool captured after the KV pool "
                                               "(outside gpu_memory_utilization)",
                       err)))
         return st;
+    if (graphs && era == VLLM_V1_GRAPHS && !v->cuda_graph_bytes)
+        est_assume(
+            e,
+            "vLLM (0.21 on) charges the budget its own estimate of the CUDA graphs, %.1f MiB "
+            "(profile_cudagraph_memory: per mode the first capture + (n - 1) x the "
+            "second, linear over one shared pool, vLLM issue #45178), against %.1f MiB "
+            "captured: the KV pool is %.1f MiB %s for it",
+            (double)graph_charged / (double)GM_MIB, (double)graphs / (double)GM_MIB,
+            (double)(graph_charged > graphs ? graph_charged - graphs : graphs - graph_charged) /
+                (double)GM_MIB,
+            graph_charged > graphs ? "smaller" : "larger");
     if (graphs && graph_sizes && vllm_era_v0(era))
         est_assume(e,
                    "vLLM CUDA graphs: %llu batch sizes up to %llu, one full graph each, sharing "

@@ -2157,6 +2157,63 @@ static void test_vllm_graph_capture_by_version(void **state)
     est = NULL;
 }
 
+/* From 0.21 the budget pays vLLM's own estimate of the CUDA graphs (profile_cudagraph_memory:
+ * per mode, PIECEWISE then FULL, each largest first, the first capture + (n - 1) x the second,
+ * the largest first capture once), not the graphs as captured, which the device holds. From
+ * gpumem's capture model the first piecewise capture holds the pool and every later capture
+ * its own graph, so the estimate is the captured figure less one full graph (with its
+ * all-reduces at tp >= 2), and the KV pool grows by it against a start without graphs. Before
+ * 0.21 the budget pays no graphs. */
+static void test_vllm_graph_estimate_charged(void **state)
+{
+    struct gm_estimate *eager = NULL;
+    struct gm_job j;
+    uint64_t graphs, charged, bs_bytes;
+    (void)state;
+    /* v038's capture sizes: 7 piecewise sizes up to 32, 5 full up to 16; 28 layers + 1 */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.26.1 --gpu A100-80GB --max-num-seqs 16", &j);
+    run(&j, &est);
+    graphs = gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL);
+    charged = est->serving.cuda_graph_charged_bytes;
+    assert_int_equal(charged, graphs - 29ull * 173 * 1024);
+    assert_true(assumed(est, "charges the budget its own estimate of the CUDA graphs"));
+    /* the KV pool pays the estimate: against --enforce-eager (no graphs) it is smaller by it,
+     * to a block */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.26.1 --gpu A100-80GB --max-num-seqs 16 "
+             "--enforce-eager",
+             &j);
+    run(&j, &eager);
+    assert_int_equal(eager->serving.cuda_graph_charged_bytes, 0);
+    bs_bytes = est->serving.kv_bytes_per_token * est->serving.block_size;
+    assert_true(eager->serving.kv_pool_bytes - est->serving.kv_pool_bytes + bs_bytes > charged);
+    assert_true(eager->serving.kv_pool_bytes - est->serving.kv_pool_bytes < charged + bs_bytes);
+    gm_estimate_free(eager);
+    gm_estimate_free(est);
+    est = NULL;
+    /* tp 8, hidden 8192: the largest size (512, piecewise and full alike at this GPU's
+     * max_num_seqs) all-reduces through NCCL, the rest through the custom all-reduce; the
+     * estimate misses one full graph of 81 layer-pieces with its 2 x 80 + 1 NCCL all-reduces
+     * (the largest FULL capture is below the first piecewise one, which holds the pool) */
+    job_make("llama-3.1-70b", "--infer --engine vllm --vllm-version 0.26.1 --gpu H100 --tp 8", &j);
+    run(&j, &est);
+    graphs = gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL);
+    assert_int_equal(est->serving.cuda_graph_charged_bytes,
+                     graphs - 81ull * 173 * 1024 -
+                         161ull * est_vllm_graph_ar_bytes(EST_VLLM_GRAPH_AR_NCCL_NODE));
+    gm_estimate_free(est);
+    est = NULL;
+    /* before 0.21 the budget pays none */
+    job_make("qwen2.5-7b",
+             "--infer --engine vllm --vllm-version 0.20.0 --gpu A100-80GB --max-num-seqs 16", &j);
+    run(&j, &est);
+    assert_int_equal(est->serving.cuda_graph_charged_bytes, 0);
+    assert_true(gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL) > 0);
+    gm_estimate_free(est);
+    est = NULL;
+}
+
 /* The all-reduces vLLM captures in its CUDA graphs at tp >= 2: 2 x layers + 1 in each size's
  * graphs (embedding, o_proj, down_proj), none at tp 1; through the custom all-reduce where it
  * is enabled and the 16-bit input is under its 8 MiB, else NCCL, across nodes where the group
@@ -2296,6 +2353,7 @@ int main(void)
         cmocka_unit_test(test_vllm_mxfp4_layout_by_torch),
         cmocka_unit_test(test_vllm_gpu_without_p2p),
         cmocka_unit_test(test_vllm_graph_capture_by_version),
+        cmocka_unit_test(test_vllm_graph_estimate_charged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

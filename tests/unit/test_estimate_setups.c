@@ -1002,11 +1002,12 @@ static void test_vllm(void **state)
     assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
     assert_int_equal(est->serving.kv_bytes_per_token, 131072); /* 2 x 32 x 8 x 128 x 2 B */
     assert_int_equal(est->serving.budget_bytes, (uint64_t)(80.0 * 0.9 * (double)GM_GIB));
-    /* current vLLM (0.21+): the CUDA-graph pool estimate is charged to the budget too; the
-     * profile peak holds PyTorch's cuBLAS workspace (16-bit layers), its own component */
+    /* current vLLM (0.21+): its own estimate of the CUDA graphs is charged to the budget too
+     * (not the captured pool, the cuda_graphs component); the profile peak holds PyTorch's
+     * cuBLAS workspace (16-bit layers), its own component */
     need = component(est, "weights") + component(est, "activations") + component(est, "logits") +
            gm_estimate_kind_bytes(est, GM_KIND_TORCH_WORKSPACE) + est->serving.non_torch_bytes +
-           component(est, "cuda_graphs");
+           est->serving.cuda_graph_charged_bytes;
     assert_int_equal(est->serving.kv_blocks, (est->serving.budget_bytes - need) / (16 * 131072));
     assert_int_equal(est->serving.kv_tokens, est->serving.kv_blocks * 16);
     /* the weights as vLLM's load allocates them: the tensors and the rotary cos/sin cache,
@@ -1036,7 +1037,7 @@ static void test_vllm(void **state)
         j.stack.vllm = GM_VERSION(0, 21, 0);
         assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
         blocks = est->serving.kv_blocks;
-        graphs = gm_estimate_kind_bytes(est, GM_KIND_ENGINE_POOL);
+        graphs = est->serving.cuda_graph_charged_bytes; /* vLLM's estimate, not the pool */
         j.stack.vllm = GM_VERSION(0, 10, 1);
         assert_int_equal(gm_estimate_run(&j, &est, &e), GM_OK);
         nccl = gm_estimate_kind_bytes(est, GM_KIND_NCCL);

@@ -1797,7 +1797,7 @@ static void test_vllm_versions(void **state)
                gm_estimate_kind_bytes(with, GM_KIND_LOGITS) +
                gm_estimate_kind_bytes(with, GM_KIND_TORCH_WORKSPACE) +
                with->serving.non_torch_logged_bytes +
-               (cases[i].graphs ? gm_estimate_kind_bytes(with, GM_KIND_ENGINE_POOL) : 0);
+               (cases[i].graphs ? with->serving.cuda_graph_charged_bytes : 0);
         /* 0.3.2 to 0.6.3 charge the profile run's reserved segments beyond the peak paid too,
          * up to the replay's reserve above the forward's peak */
         reserve = 0;
