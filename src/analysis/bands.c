@@ -7,9 +7,10 @@
  * about one part in 10^7), read from the axis when it keeps every x, else kept here from
  * one walk of the trace (4 bytes an event).  Every choice keeps its best in bounded heaps (an
  * allocation that does not beat a full heap's smallest costs one comparison), so the memory
- * it needs is the budget's, not the trace's, besides a byte an allocation (is it a band),
- * which holds while the windows' bands are chosen a bound of the allocation's whole area
- * (area_code()): it turns most allocations away from a window without their x's.  The rest by
+ * it needs is the budget's, not the trace's, besides a byte an allocation (is it a band).
+ * One pass over the allocations offers each to the heaps of the whole trace and to those of
+ * the windows it is alive in (the allocations are tens of bytes each, hundreds of megabytes in a
+ * large trace: each pass over them costs as much as reading them).  The rest by
  * category is one pass over the allocations in alloc order, each adding at its alloc and
  * taking off at its free into the moment asked about at or after it, then a running sum over
  * the moments. */
@@ -104,31 +105,41 @@ struct heap {
 
 #define HEAP(v, cap) ((struct heap){(v), 0, (cap), -INFINITY})
 
-/* Add 'a': into the room left, else in place of the worst kept (which it beats). */
-static void heap_insert(struct heap *h, const struct cand *a)
+/* 'a' into slot i of heap v[0..n), whose subtrees below i are heaps, sifted down to its
+ * place ('a' is not in v). */
+static void sift_down(struct cand *v, size_t n, size_t i, const struct cand *a)
 {
-    size_t i;
-    if (h->n < h->cap) {
-        for (i = h->n++; i > 0 && better(&h->v[(i - 1) / 2], a) > 0; i = (i - 1) / 2)
-            h->v[i] = h->v[(i - 1) / 2];
-        h->v[i] = *a;
-        if (h->n == h->cap)
-            h->thr = h->v[0].area;
-        return;
-    }
-    for (i = 0;;) {
+    for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
         const struct cand *mv = a;
-        if (l < h->n && better(mv, &h->v[l]) > 0)
-            m = l, mv = &h->v[l];
-        if (r < h->n && better(mv, &h->v[r]) > 0)
-            m = r, mv = &h->v[r];
+        if (l < n && better(mv, &v[l]) > 0)
+            m = l, mv = &v[l];
+        if (r < n && better(mv, &v[r]) > 0)
+            m = r, mv = &v[r];
         if (m == i)
             break;
-        h->v[i] = h->v[m];
+        v[i] = v[m];
         i = m;
     }
-    h->v[i] = *a;
+    v[i] = *a;
+}
+
+/* Add 'a': into the room left, else in place of the worst kept (which it beats).  Until the
+ * heap is full its items are in no order (none is turned away then), and are made a heap
+ * once, when it fills: a heap of k costs O(k) to fill, not O(k log k). */
+static void heap_insert(struct heap *h, const struct cand *a)
+{
+    if (h->n < h->cap) {
+        h->v[h->n++] = *a;
+        if (h->n < h->cap)
+            return;
+        for (size_t i = h->n / 2; i-- > 0;) {
+            struct cand c = h->v[i];
+            sift_down(h->v, h->n, i, &c);
+        }
+    } else {
+        sift_down(h->v, h->n, 0, a);
+    }
     h->thr = h->v[0].area;
 }
 
@@ -200,48 +211,167 @@ static void take(struct gm_bands *out, uint32_t i)
     out->allocs[out->n++] = i;
 }
 
-/* While the windows' bands are chosen, the byte of a non-band allocation in is_band (1: a
- * band) holds a code of a bound of its whole area, which is at least its area clipped to any
- * window: no memory of its own (4 bytes an allocation were 16 MB of fresh pages at 4 M
- * allocations, on the build machine as long to fault in as the rest of the choice).  Code
- * 0: 0; 255: none (any area); else the double whose bits are (c + AREA_CODE_BASE) << 50: an
- * exponent and two bits of mantissa, steps of at most a quarter from 1 to 2^62 (larger: 255).  The
- * bits of doubles >= 0 are in the order of their values, so the code is the top bits of the area's,
- * rounded up.  After the choice the bytes are 0 and 1 again. */
-#define AREA_CODE_NONE 255u
-#define AREA_CODE_BASE (4 * 1023 - 2) /* code 2: 1.0 (exponent 1023, mantissa 0) */
+/* ---- the windows: chosen in the same pass over the allocations ---- */
 
-static inline double area_of_code(uint8_t c)
+/* Window w is events [wk[w], wk[w + 1]), on the axis [wx[w], wx[w + 1]].  Its heap keeps
+ * the best clipped areas of every allocation alive in it, bands or not: the bands are not
+ * known until the pass is over, and they are at most 'max', so that the best per_window of
+ * the others are among the best per_window + max of all (a heap keeps the best of a total
+ * order, better()). */
+struct windows {
+    size_t W, ne;
+    int64_t *wk;
+    double *wx;
+    struct heap *h;
+    struct cand *pool;
+};
+
+static void windows_release(struct windows *ws)
 {
-    uint64_t bits = (uint64_t)(c + AREA_CODE_BASE) << 50;
-    double v;
-    if (c == 0)
-        return 0.0;
-    if (c == AREA_CODE_NONE)
-        return INFINITY;
-    memcpy(&v, &bits, sizeof(v));
-    return v;
+    gm_free(ws->wk);
+    gm_free(ws->wx);
+    gm_free(ws->h);
+    gm_free(ws->pool);
 }
 
-/* The code of a bound of 'area' (its top bits, plus one step unless it is 0). */
-static inline uint8_t area_code(double area)
+static bool windows_init(struct windows *ws, const struct gm_lod_axis *ax, const float *xs,
+                         const struct gm_bands_opts *o, size_t max, size_t n)
 {
-    uint64_t bits;
-    if (area < 1.0)
-        return area > 0 ? 2 : 0;
-    if (!(area < 0x1p62)) /* and NaN */
-        return AREA_CODE_NONE;
-    memcpy(&bits, &area, sizeof(bits));
-    return (uint8_t)((bits >> 50) - AREA_CODE_BASE + 1);
+    size_t W = o->n_windows, cap = (size_t)o->per_window + max;
+    if (cap > n)
+        cap = n;
+    *ws = (struct windows){W, ax->n_events, NULL, NULL, NULL, NULL};
+    ws->wk = gm_malloc((W + 1) * sizeof(*ws->wk));
+    ws->wx = gm_malloc((W + 1) * sizeof(*ws->wx));
+    ws->h = gm_calloc(W, sizeof(*ws->h));
+    ws->pool = gm_malloc(W * cap * sizeof(*ws->pool));
+    if (!ws->wk || !ws->wx || !ws->h || !ws->pool) {
+        windows_release(ws);
+        return false;
+    }
+    for (size_t w = 0; w < W; w++)
+        ws->h[w] = HEAP(ws->pool + w * cap, cap);
+    for (size_t w = 0; w <= W; w++) {
+        ws->wk[w] = (int64_t)(ws->ne * w / W);
+        ws->wx[w] = x_of(ax, xs, ws->wk[w], false);
+    }
+    return true;
 }
+
+/* Allocation i ('a', its life [x0, x1]) to the heap of each window its life overlaps, with
+ * its area clipped to the window. */
+static GM_INLINE_ALWAYS void offer_windows(struct windows *ws, const struct gm_analysis_alloc *a,
+                                           uint32_t i, double x0, double x1)
+{
+    size_t W = ws->W;
+    int64_t end = a->free_event < 0 ? (int64_t)ws->ne : a->free_event;
+    /* a window at or before the one of its alloc (ne * w / W <= alloc_event for this w);
+     * the loop passes over those that end at or before its alloc */
+    size_t w = a->alloc_event < 0 ? 0 : (size_t)((uint64_t)a->alloc_event * W / ws->ne);
+    for (; w < W; w++) {
+        int64_t k0 = ws->wk[w], k1 = ws->wk[w + 1];
+        double wx0 = ws->wx[w], wx1 = ws->wx[w + 1];
+        struct cand cd;
+        if (k1 <= k0 || a->alloc_event >= k1)
+            continue;
+        if (end <= k0)
+            break; /* the later windows start later still */
+        cd = (struct cand){(double)a->bytes * ((x1 < wx1 ? x1 : wx1) - (x0 > wx0 ? x0 : wx0)),
+                           a->bytes, a->alloc_event, i};
+        if (cd.area < 0)
+            cd.area = 0;
+        heap_offer(&ws->h[w], &cd);
+        if (end <= k1)
+            break; /* it ends in this window: no later one starts before its end */
+    }
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether i is in v[0..n) (increasing). */
+static bool in_sorted(const uint32_t *v, size_t n, uint32_t i)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo] == i;
+}
+
+/* Each window's best per_window that are not bands, once these are chosen.  Which are is
+ * asked of the bands' indexes sorted (a few hundred), not of is_band: read at random, its
+ * pages (a byte an allocation, megabytes, written only at the bands) cost a fault each. */
+static enum gm_status windows_take(struct windows *ws, const struct gm_analysis_device *ad,
+                                   size_t per_window, struct gm_bands *out)
+{
+    uint32_t *bands;
+    enum gm_status st = GM_OK;
+    if (out->n == ad->n_allocs)
+        return GM_OK; /* every allocation is a band */
+    out->windows = gm_calloc(ws->W, sizeof(*out->windows));
+    bands = gm_malloc((out->n ? out->n : 1) * sizeof(*bands));
+    if (!out->windows || !bands) {
+        gm_free(bands);
+        return GM_ERR_NOMEM;
+    }
+    memcpy(bands, out->allocs, out->n * sizeof(*bands));
+    qsort(bands, out->n, sizeof(*bands), cmp_u32);
+    for (size_t w = 0; w < ws->W; w++) {
+        struct gm_bands_window *bw = &out->windows[out->n_windows];
+        struct heap *h = &ws->h[w], best;
+        size_t m = 0;
+        for (size_t j = 0; j < h->n; j++)
+            if (!in_sorted(bands, out->n, h->v[j].i))
+                h->v[m++] = h->v[j];
+        if (!m)
+            continue;
+        /* the best per_window of them, into a heap over the front of the same array (it
+         * never reaches past the one offered: copied first) */
+        best = HEAP(h->v, per_window);
+        for (size_t j = 0; j < m; j++) {
+            struct cand c = h->v[j];
+            heap_offer(&best, &c);
+        }
+        m = best.n;
+        bw->k0 = ws->wk[w];
+        bw->k1 = ws->wk[w + 1];
+        bw->allocs = gm_malloc(m * sizeof(*bw->allocs));
+        if (!bw->allocs) {
+            st = GM_ERR_NOMEM;
+            break;
+        }
+        for (size_t j = 0; j < m; j++)
+            bw->allocs[j] = h->v[j].i;
+        bw->n = m;
+        out->n_windows++;
+        if (!stack_order(ad, bw->allocs, bw->n)) {
+            st = GM_ERR_NOMEM;
+            break;
+        }
+    }
+    gm_free(bands);
+    return st;
+}
+
+/* ---- the bands of the whole trace ---- */
 
 /* Every allocation to the heap of its kind: the edge ones, the others to their slice's and
- * to the heap of all the others; each one's area_code() into 'codes' when given. */
-static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
-                                         const struct gm_lod_axis *ax, const float *xs,
-                                         struct heap *edge, struct heap *all, struct heap *slice,
-                                         uint8_t *codes, bool kept32)
+ * to the heap of all the others; and to the heaps of the windows 'ws' (when given) it is
+ * alive in.  Returns how many are edge ones. */
+static GM_INLINE_ALWAYS size_t offer_whole(const struct gm_analysis_device *ad,
+                                           const struct gm_lod_axis *ax, const float *xs,
+                                           struct heap *edge, struct heap *all, struct heap *slice,
+                                           struct windows *ws, bool kept32)
 {
+    size_t n_edge = 0;
     for (size_t i = 0; i < ad->n_allocs; i++) {
         const struct gm_analysis_alloc *a = &ad->allocs[i];
         double x0, x1, mid;
@@ -249,9 +379,10 @@ static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
         unsigned s;
         life(ax, xs, a, &x0, &x1, kept32);
         c = cand_of(ad, i, x0, x1);
-        if (codes)
-            codes[i] = area_code(c.area);
+        if (ws)
+            offer_windows(ws, a, (uint32_t)i, x0, x1);
         if (is_edge(a)) {
+            n_edge++;
             heap_offer(edge, &c);
             continue;
         }
@@ -260,22 +391,44 @@ static GM_INLINE_ALWAYS void offer_whole(const struct gm_analysis_device *ad,
         heap_offer(&slice[s], &c);
         heap_offer(all, &c);
     }
+    return n_edge;
 }
 
 /* The best of each kind in bounded heaps (memory as large as the budget, not the trace):
  * the edge ones, the best of each slice, and the best of all the others (the slices
- * leave at most the budget to them, so they are among these). */
+ * leave at most the budget to them, so they are among these).  How many of each kind are
+ * taken depends on how many allocations are edge ones, which the one pass over them counts:
+ * each heap holds as many as any count could take (the budget; a slice its share of it),
+ * and since a heap keeps the best of a total order (better()), the best k of a larger one
+ * are those a heap of k would keep.  The same pass offers each allocation to the windows
+ * 'ws' (when given). */
 static enum gm_status choose_whole(const struct gm_analysis_device *ad,
                                    const struct gm_lod_axis *ax, const float *xs, size_t max,
-                                   bool codes, struct gm_bands *out)
+                                   struct windows *ws, struct gm_bands *out)
 {
-    size_t n = ad->n_allocs, n_edge = 0, n_inner, edge_take, inner, per_slice, n_pick = 0;
+    size_t n = ad->n_allocs, n_edge, n_inner, edge_take, inner, per_slice, n_pick = 0;
+    size_t slice_cap = (max + GM_BANDS_SPREAD - 1) / GM_BANDS_SPREAD;
     struct heap edge = HEAP(NULL, 0), all = HEAP(NULL, 0), slice[GM_BANDS_SPREAD];
     struct cand *pool = NULL, *pick = NULL;
     enum gm_status st = GM_OK;
 
-    for (size_t i = 0; i < n; i++)
-        n_edge += is_edge(&ad->allocs[i]);
+    pool = gm_malloc((2 * max + GM_BANDS_SPREAD * slice_cap + 1) * sizeof(*pool));
+    pick = gm_malloc((GM_BANDS_SPREAD * slice_cap + 1) * sizeof(*pick));
+    if (!pool || !pick) {
+        st = GM_ERR_NOMEM;
+        goto out_free;
+    }
+    edge = HEAP(pool, max);
+    all = HEAP(pool + max, max);
+    for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
+        slice[s] = HEAP(pool + 2 * max + s * slice_cap, slice_cap);
+    /* compiled for each case: 32-bit x's kept or not, windows or none */
+    if (gm_lod_axis_x32(ax))
+        n_edge = ws ? offer_whole(ad, ax, xs, &edge, &all, slice, ws, true)
+                    : offer_whole(ad, ax, xs, &edge, &all, slice, NULL, true);
+    else
+        n_edge = ws ? offer_whole(ad, ax, xs, &edge, &all, slice, ws, false)
+                    : offer_whole(ad, ax, xs, &edge, &all, slice, NULL, false);
     n_inner = n - n_edge;
     /* a quarter of the budget stays for the others, when there are others */
     edge_take = max - (n_inner < max / 4 ? n_inner : max / 4);
@@ -283,35 +436,23 @@ static enum gm_status choose_whole(const struct gm_analysis_device *ad,
         edge_take = n_edge;
     inner = max - edge_take < n_inner ? max - edge_take : n_inner;
     per_slice = (inner + GM_BANDS_SPREAD - 1) / GM_BANDS_SPREAD;
-    pool = gm_malloc((edge_take + inner + GM_BANDS_SPREAD * per_slice + 1) * sizeof(*pool));
-    pick = gm_malloc((GM_BANDS_SPREAD * per_slice + 1) * sizeof(*pick));
-    if (!pool || !pick) {
-        st = GM_ERR_NOMEM;
-        goto out_free;
-    }
-    edge = HEAP(pool, edge_take);
-    all = HEAP(pool + edge_take, inner);
-    for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
-        slice[s] = HEAP(pool + edge_take + inner + s * per_slice, per_slice);
-    if (gm_lod_axis_x32(ax))
-        offer_whole(ad, ax, xs, &edge, &all, slice, codes ? out->is_band : NULL, true);
-    else
-        offer_whole(ad, ax, xs, &edge, &all, slice, codes ? out->is_band : NULL, false);
     qsort(edge.v, edge.n, sizeof(*edge.v), cmp_cand);
-    for (size_t j = 0; j < edge.n; j++)
+    for (size_t j = 0; j < edge.n && j < edge_take; j++)
         take(out, edge.v[j].i);
     out->n_edge = out->n;
     /* an equal share for each slice of the axis, the largest areas first ... */
-    for (size_t s = 0; s < GM_BANDS_SPREAD; s++)
-        for (size_t j = 0; j < slice[s].n; j++)
+    for (size_t s = 0; s < GM_BANDS_SPREAD; s++) {
+        qsort(slice[s].v, slice[s].n, sizeof(*slice[s].v), cmp_cand);
+        for (size_t j = 0; j < slice[s].n && j < per_slice; j++)
             pick[n_pick++] = slice[s].v[j];
+    }
     qsort(pick, n_pick, sizeof(*pick), cmp_cand);
     for (size_t j = 0; j < n_pick && out->n < max; j++)
         take(out, pick[j].i);
     /* ... then what the slices left, to the largest areas of the others */
     qsort(all.v, all.n, sizeof(*all.v), cmp_cand);
-    for (size_t j = 0; j < all.n && out->n < max; j++)
-        if (out->is_band[all.v[j].i] != 1)
+    for (size_t j = 0; j < all.n && j < inner && out->n < max; j++)
+        if (!out->is_band[all.v[j].i])
             take(out, all.v[j].i);
     if (!stack_order(ad, out->allocs, out->n))
         st = GM_ERR_NOMEM;
@@ -321,129 +462,13 @@ out_free:
     return st;
 }
 
-/* Every allocation that is not a band to the heap of each window its life overlaps, with
- * its area clipped to the window.  A full heap takes only an area at least its root's
- * (heap.thr), and a clipped area is at most the whole one (bounded by the code in is_band,
- * area_code()): most allocations are turned away by that alone, without their life's x's. */
-static GM_INLINE_ALWAYS void offer_windows(const struct gm_analysis_device *ad,
-                                           const struct gm_lod_axis *ax, const float *xs,
-                                           const uint8_t *is_band, const double *bound_of,
-                                           struct heap *h, size_t W, const int64_t *wk,
-                                           const double *wx, bool kept32)
-{
-    size_t ne = ax->n_events;
-    for (size_t i = 0; i < ad->n_allocs; i++) {
-        const struct gm_analysis_alloc *a = &ad->allocs[i];
-        int64_t end = a->free_event < 0 ? (int64_t)ne : a->free_event;
-        double x0 = 0, x1 = 0, bound;
-        bool have_life = false;
-        size_t w;
-        if (is_band[i] == 1)
-            continue;
-        bound = bound_of[is_band[i]];
-        /* a window at or before the one of its alloc (ne * w / W <= alloc_event for this
-         * w); the loop passes over those that end at or before its alloc */
-        w = a->alloc_event < 0 ? 0 : (size_t)((uint64_t)a->alloc_event * W / ne);
-        /* most: inside the window of its alloc and turned away by its threshold */
-        if (w < W && a->alloc_event >= wk[w] && end <= wk[w + 1] && bound < h[w].thr)
-            continue;
-        for (; w < W; w++) {
-            int64_t k0 = wk[w], k1 = wk[w + 1];
-            double wx0 = wx[w], wx1 = wx[w + 1];
-            struct cand cd;
-            if (k1 <= k0 || a->alloc_event >= k1)
-                continue;
-            if (end <= k0)
-                break; /* the later windows start later still */
-            if (bound < h[w].thr) {
-                if (end <= k1)
-                    break;
-                continue;
-            }
-            if (!have_life) {
-                life(ax, xs, a, &x0, &x1, kept32);
-                have_life = true;
-            }
-            cd = (struct cand){(double)a->bytes * ((x1 < wx1 ? x1 : wx1) - (x0 > wx0 ? x0 : wx0)),
-                               a->bytes, a->alloc_event, (uint32_t)i};
-            if (cd.area < 0)
-                cd.area = 0;
-            heap_offer(&h[w], &cd);
-            if (end <= k1)
-                break; /* it ends in this window: no later one starts before its end */
-        }
-    }
-}
-
-static enum gm_status choose_windows(const struct gm_analysis_device *ad,
-                                     const struct gm_lod_axis *ax, const float *xs,
-                                     const struct gm_bands_opts *o, struct gm_bands *out)
-{
-    size_t ne = ax->n_events, W = o->n_windows;
-    struct heap *h;
-    struct cand *pool;
-    int64_t *wk;          /* window w is events [wk[w], wk[w + 1]) */
-    double *wx;           /* their x */
-    double bound_of[256]; /* of each code (area_code()) */
-    enum gm_status st = GM_OK;
-
-    if (!W || !o->per_window || !ne || out->n == ad->n_allocs)
-        return GM_OK;
-    h = gm_calloc(W, sizeof(*h));
-    pool = gm_malloc(W * o->per_window * sizeof(*pool));
-    wk = gm_malloc((W + 1) * sizeof(*wk));
-    wx = gm_malloc((W + 1) * sizeof(*wx));
-    out->windows = gm_calloc(W, sizeof(*out->windows));
-    if (!h || !pool || !wk || !wx || !out->windows) {
-        st = GM_ERR_NOMEM;
-        goto out_free;
-    }
-    for (size_t w = 0; w < W; w++)
-        h[w] = HEAP(pool + w * o->per_window, o->per_window);
-    for (unsigned c = 0; c < 256; c++)
-        bound_of[c] = area_of_code((uint8_t)c);
-    for (size_t w = 0; w <= W; w++) {
-        wk[w] = (int64_t)(ne * w / W);
-        wx[w] = x_of(ax, xs, wk[w], false);
-    }
-    if (gm_lod_axis_x32(ax))
-        offer_windows(ad, ax, xs, out->is_band, bound_of, h, W, wk, wx, true);
-    else
-        offer_windows(ad, ax, xs, out->is_band, bound_of, h, W, wk, wx, false);
-    for (size_t w = 0; w < W; w++) {
-        struct gm_bands_window *bw = &out->windows[out->n_windows];
-        if (!h[w].n)
-            continue;
-        bw->k0 = (int64_t)(ne * w / W);
-        bw->k1 = (int64_t)(ne * (w + 1) / W);
-        bw->allocs = gm_malloc(h[w].n * sizeof(*bw->allocs));
-        if (!bw->allocs) {
-            st = GM_ERR_NOMEM;
-            break;
-        }
-        for (size_t j = 0; j < h[w].n; j++)
-            bw->allocs[j] = h[w].v[j].i;
-        bw->n = h[w].n;
-        out->n_windows++;
-        if (!stack_order(ad, bw->allocs, bw->n)) {
-            st = GM_ERR_NOMEM;
-            break;
-        }
-    }
-out_free:
-    gm_free(h);
-    gm_free(pool);
-    gm_free(wk);
-    gm_free(wx);
-    return st;
-}
-
 enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct gm_lod_axis *ax,
                                const struct gm_bands_opts *o, struct gm_bands *out,
                                struct gm_error *err)
 {
     size_t n = ad ? ad->n_allocs : 0, max = o && o->max_bands ? o->max_bands : GM_BANDS_DEFAULT;
     bool windows = o && o->n_windows && o->per_window && ax->n_events;
+    struct windows ws = {0, 0, NULL, NULL, NULL, NULL};
     float *xs = NULL;
     enum gm_status st;
 
@@ -456,21 +481,20 @@ enum gm_status gm_bands_choose(const struct gm_analysis_device *ad, const struct
     out->allocs = gm_malloc(max * sizeof(*out->allocs));
     out->is_band = gm_calloc(n, 1);
     if ((ax->time && ax->n_events && ax->dev && !gm_lod_axis_keeps_x(ax) && !xs) || !out->allocs ||
-        !out->is_band) {
+        !out->is_band || (windows && !windows_init(&ws, ax, xs, o, max, n))) {
         st = GM_ERR_NOMEM;
         goto out_fail;
     }
-    /* with windows, is_band holds the areas' codes until both choices are made */
-    st = choose_whole(ad, ax, xs, max, windows, out);
+    st = choose_whole(ad, ax, xs, max, windows ? &ws : NULL, out);
     if (st == GM_OK && windows)
-        st = choose_windows(ad, ax, xs, o, out);
+        st = windows_take(&ws, ad, o->per_window, out);
     if (st != GM_OK)
         goto out_fail;
-    for (size_t i = 0; windows && i < n; i++)
-        out->is_band[i] = out->is_band[i] == 1;
+    windows_release(&ws);
     gm_free(xs);
     return GM_OK;
 out_fail:
+    windows_release(&ws);
     gm_free(xs);
     gm_bands_release(out);
     return gm_fail(err, st, GM_NO_OFFSET, "timeline bands: out of memory");

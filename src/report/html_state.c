@@ -34,6 +34,7 @@
 #include "gpumem/lod.h"
 
 #include "analysis/made_by.h"
+#include "base/bits.h"
 #include "base/json_room.h"
 #include "base/outbuf.h"
 #include "report/report_int.h"
@@ -78,7 +79,7 @@ static size_t merge_windows(struct window *win, size_t nw)
 /* The pass that measures what the states at a set of events cost: the allocations alive in
  * any of them (each once in A) and their pages. */
 struct measure {
-    uint8_t *seen;
+    uint64_t *seen; /* allocations counted (base/bits.h) */
     uint64_t n_allocs, n_ranges;
 };
 
@@ -89,10 +90,7 @@ static enum gm_status count_state(void *ctx, size_t i, const struct gm_layout *l
     (void)i;
     (void)err;
     for (size_t j = 0; j < l->n_live; j++)
-        if (!m->seen[l->live[j]]) {
-            m->seen[l->live[j]] = 1;
-            m->n_allocs++;
-        }
+        m->n_allocs += !gm_bits_set(m->seen, l->live[j]);
     m->n_ranges += l->n_ranges;
     return GM_OK;
 }
@@ -132,7 +130,7 @@ static enum gm_status choose_windows(struct gm_report_ctx *c, const struct gm_sn
     nw = merge_windows(win, nw);
     for (size_t i = 0; i < nw; i++)
         ks[i] = win[i].k0;
-    if (!(m.seen = gm_calloc(ad->n_allocs ? ad->n_allocs : 1, 1)))
+    if (!(m.seen = gm_calloc(gm_bits_words(ad->n_allocs), sizeof(*m.seen))))
         return gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "report: out of memory");
     st = gm_layout_pages_at(c->an, ad, h, ks, nw, count_state, &m, err);
     gm_free(m.seen);
@@ -168,7 +166,7 @@ static enum gm_status choose_windows(struct gm_report_ctx *c, const struct gm_sn
 /* What the pass over the window starts collects. */
 struct starts {
     struct gm_report_ctx *c;
-    uint8_t *chosen; /* per allocation: in A */
+    uint64_t *chosen; /* allocations in A (base/bits.h) */
     const struct window *win;
 };
 
@@ -179,7 +177,7 @@ static enum gm_status at_start(void *ctx, size_t i, const struct gm_layout *l, s
     (void)i;
     (void)err;
     for (size_t j = 0; j < l->n_live; j++)
-        s->chosen[l->live[j]] = 1;
+        (void)gm_bits_set(s->chosen, l->live[j]);
     gm_json_begin_array(w);
     for (size_t g = 0; g < l->n_segments; g++) {
         const struct gm_layout_segment *sg = &l->segments[g];
@@ -355,7 +353,7 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
     uint64_t budget = c->o->state_budget ? c->o->state_budget : DEFAULT_BUDGET;
     struct window *win = gm_malloc((4 + 2 * MAX_OOM_WIN + N_SPREAD) * sizeof(*win));
     int64_t *ks = gm_malloc((4 + 2 * MAX_OOM_WIN + N_SPREAD) * sizeof(*ks));
-    struct starts s = {c, gm_calloc(ad->n_allocs ? ad->n_allocs : 1, 1), NULL};
+    struct starts s = {c, gm_calloc(gm_bits_words(ad->n_allocs), sizeof(uint64_t)), NULL};
     size_t nw = 0, n_a = 0;
     struct win_walk ww;
     enum gm_status st;
@@ -418,18 +416,16 @@ static enum gm_status write_windows(struct gm_report_ctx *c, const struct gm_sna
     gm_json_key(w, "A");
     gm_json_begin_array(w);
     {
-        /* in alloc order: those alive at a window's start (chosen), found with memchr()
-         * between the windows, and every one made inside a window, a run of the order */
+        /* in alloc order: those alive at a window's start (chosen), found a word of
+         * the set at a time between the windows, and every one made inside a window, a
+         * run of the order */
         struct a_rows ar = {c, h, NULL, NULL, 0};
         size_t i = 0;
         for (size_t j = 0; j <= nw; j++) {
             size_t lo = j < nw ? gm_analysis_made_by(ad, i, win[j].k0) : ad->n_allocs;
             size_t hi = j < nw ? gm_analysis_made_by(ad, lo, win[j].k1) : ad->n_allocs;
-            const uint8_t *ch;
-            while (i < lo && (ch = memchr(s.chosen + i, 1, lo - i)) != NULL) {
-                i = (size_t)(ch - s.chosen);
+            while ((i = gm_bits_next(s.chosen, i, lo)) < lo)
                 a_rows_put(&ar, &ad->allocs[i++]);
-            }
             for (i = lo; i < hi; i++)
                 a_rows_put(&ar, &ad->allocs[i]);
         }

@@ -379,6 +379,152 @@ static void test_window_area_bound_rounds_up(void **state)
     gm_bands_release(&b);
 }
 
+/* The rule of gpumem/bands.h worked out by sorting every allocation (the library keeps only
+ * bounded heaps, in one pass over them): ref_better() is bands.c's order of candidates. */
+struct ref_cand {
+    double area;
+    uint64_t bytes;
+    int32_t k;
+    uint32_t i;
+};
+
+static int ref_better(const void *pa, const void *pb)
+{
+    const struct ref_cand *x = pa, *y = pb;
+    if (x->area != y->area)
+        return x->area > y->area ? -1 : 1;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int cmp_index(const void *pa, const void *pb)
+{
+    uint32_t x = *(const uint32_t *)pa, y = *(const uint32_t *)pb;
+    return (x > y) - (x < y);
+}
+
+/* 'got' (n indexes, any order) equals want[0..n) as sets */
+static void assert_same_set(const uint32_t *got, uint32_t *want, size_t n)
+{
+    uint32_t *g = malloc((n ? n : 1) * sizeof(*g));
+    memcpy(g, got, n * sizeof(*g));
+    qsort(g, n, sizeof(*g), cmp_index);
+    qsort(want, n, sizeof(*want), cmp_index);
+    assert_memory_equal(g, want, n * sizeof(*g));
+    free(g);
+}
+
+/* The bands of the whole trace and of each window equal the rule's, worked out by sorting, on
+ * random traces with budgets from a few to all, and windows whose best would be bands (a
+ * window must still get its per_window others: fails if a window keeps fewer candidates than
+ * its share plus the budget, or if a kind takes more than its share). */
+static void test_choice_equals_sorting(void **state)
+{
+    (void)state;
+    for (unsigned seed = 1; seed <= 40; seed++) {
+        size_t ne = 200 + seed, n, n_edge = 0, n_ref = 0, n_pick = 0, n_win = 0;
+        struct gm_analysis_alloc *al = random_trace(ne, &n, seed + 300);
+        struct gm_analysis_device ad;
+        struct gm_lod_axis ax = axis(ne);
+        struct gm_bands_opts o = {(uint32_t)(1 + seed * 7 % 120), 1 + seed % 9, 1 + seed % 6};
+        struct gm_bands b;
+        struct gm_error err;
+        struct ref_cand *edge = calloc(n, sizeof(*edge)), *inner = calloc(n, sizeof(*inner));
+        struct ref_cand *slice[GM_BANDS_SPREAD], *pick = calloc(n, sizeof(*pick));
+        size_t n_slice[GM_BANDS_SPREAD] = {0}, n_inner = 0, max, edge_take, take_inner, per_slice;
+        uint32_t *ref = calloc(n, sizeof(*ref));
+        bool *band = calloc(n, sizeof(*band));
+        memset(&ad, 0, sizeof(ad));
+        ad.allocs = al;
+        ad.n_allocs = n;
+        for (unsigned s = 0; s < GM_BANDS_SPREAD; s++)
+            slice[s] = calloc(n, sizeof(*slice[s]));
+        assert_int_equal(gm_bands_choose(&ad, &ax, &o, &b, &err), GM_OK);
+        max = o.max_bands < n ? o.max_bands : n;
+        for (size_t i = 0; i < n; i++) {
+            const struct gm_analysis_alloc *a = &al[i];
+            double x0 = a->alloc_event < 0 ? 0 : a->alloc_event;
+            double x1 = a->free_event < 0 ? (double)ne : a->free_event;
+            struct ref_cand c = {(double)a->bytes * (x1 - x0), a->bytes, a->alloc_event,
+                                 (uint32_t)i};
+            if (a->alloc_event < 0 || a->free_event < 0) {
+                edge[n_edge++] = c;
+            } else {
+                double mid = (x0 + x1) / 2 / (double)ne * GM_BANDS_SPREAD;
+                unsigned s = mid >= GM_BANDS_SPREAD ? GM_BANDS_SPREAD - 1 : (unsigned)mid;
+                slice[s][n_slice[s]++] = c;
+                inner[n_inner++] = c;
+            }
+        }
+        edge_take = max - (n_inner < max / 4 ? n_inner : max / 4);
+        if (edge_take > n_edge)
+            edge_take = n_edge;
+        take_inner = max - edge_take < n_inner ? max - edge_take : n_inner;
+        per_slice = (take_inner + GM_BANDS_SPREAD - 1) / GM_BANDS_SPREAD;
+        qsort(edge, n_edge, sizeof(*edge), ref_better);
+        for (size_t j = 0; j < edge_take; j++)
+            band[ref[n_ref++] = edge[j].i] = true;
+        assert_int_equal(b.n_edge, edge_take);
+        for (unsigned s = 0; s < GM_BANDS_SPREAD; s++) {
+            qsort(slice[s], n_slice[s], sizeof(*slice[s]), ref_better);
+            for (size_t j = 0; j < n_slice[s] && j < per_slice; j++)
+                pick[n_pick++] = slice[s][j];
+        }
+        qsort(pick, n_pick, sizeof(*pick), ref_better);
+        for (size_t j = 0; j < n_pick && n_ref < max; j++)
+            band[ref[n_ref++] = pick[j].i] = true;
+        qsort(inner, n_inner, sizeof(*inner), ref_better);
+        for (size_t j = 0; j < take_inner && n_ref < max; j++)
+            if (!band[inner[j].i])
+                band[ref[n_ref++] = inner[j].i] = true;
+        assert_int_equal(b.n, n_ref);
+        assert_same_set(b.allocs, ref, n_ref);
+        /* each window: the best per_window of the others alive in it, by clipped area */
+        for (size_t w = 0; n_ref < n && w < o.n_windows; w++) {
+            int64_t k0 = (int64_t)(ne * w / o.n_windows),
+                    k1 = (int64_t)(ne * (w + 1) / o.n_windows);
+            size_t nc = 0;
+            for (size_t i = 0; i < n; i++) {
+                const struct gm_analysis_alloc *a = &al[i];
+                int64_t end = a->free_event < 0 ? (int64_t)ne : a->free_event;
+                double x0 = a->alloc_event < 0 ? 0 : a->alloc_event;
+                double x1 = a->free_event < 0 ? (double)ne : a->free_event;
+                if (band[i] || a->alloc_event >= k1 || end <= k0 || k1 <= k0)
+                    continue;
+                x0 = x0 > (double)k0 ? x0 : (double)k0;
+                x1 = x1 < (double)k1 ? x1 : (double)k1;
+                pick[nc++] = (struct ref_cand){(double)a->bytes * (x1 - x0 > 0 ? x1 - x0 : 0),
+                                               a->bytes, a->alloc_event, (uint32_t)i};
+            }
+            if (!nc)
+                continue;
+            qsort(pick, nc, sizeof(*pick), ref_better);
+            if (nc > o.per_window)
+                nc = o.per_window;
+            for (size_t j = 0; j < nc; j++)
+                ref[j] = pick[j].i;
+            assert_true(n_win < b.n_windows);
+            assert_int_equal(b.windows[n_win].k0, k0);
+            assert_int_equal(b.windows[n_win].n, nc);
+            assert_same_set(b.windows[n_win].allocs, ref, nc);
+            n_win++;
+        }
+        assert_int_equal(b.n_windows, n_win);
+        gm_bands_release(&b);
+        for (unsigned s = 0; s < GM_BANDS_SPREAD; s++)
+            free(slice[s]);
+        free(edge);
+        free(inner);
+        free(pick);
+        free(ref);
+        free(band);
+        free(al);
+    }
+}
+
 static void test_empty(void **state)
 {
     struct gm_analysis_device ad;
@@ -407,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_bands_and_rest_add_up),
         cmocka_unit_test(test_rest_from_all_equals_rest_at),
         cmocka_unit_test(test_window_area_bound_rounds_up),
+        cmocka_unit_test(test_choice_equals_sorting),
         cmocka_unit_test(test_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

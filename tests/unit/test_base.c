@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "base/big.h"
+#include "base/bits.h"
 #include "base/buf.h"
 #include "base/json_load.h"
 #include "base/json_room.h"
@@ -1192,6 +1193,36 @@ static void test_text_closest(void **state)
     assert_null(gm_text_closest("zzzz", 4, names, 4, true));
 }
 
+/* bits.h: a set of indexes marks each once (gm_bits_set() says whether it was), and
+ * gm_bits_next() finds the marked ones in order from any index, across words, up to a limit
+ * that is not a word's end, and none past the last. */
+static void test_bits_set_and_next(void **state)
+{
+    const size_t n = 1000, marked[] = {0, 1, 63, 64, 65, 127, 128, 500, 998, 999};
+    const size_t nm = sizeof(marked) / sizeof(marked[0]);
+    uint64_t *b = calloc(gm_bits_words(n), sizeof(*b));
+    size_t i = 0, k = 0;
+    (void)state;
+    assert_true(gm_bits_words(n) * 64 > n);
+    for (size_t j = 0; j < nm; j++)
+        assert_false(gm_bits_set(b, marked[j]));
+    assert_true(gm_bits_set(b, 64)); /* already */
+    /* every marked one in order, nothing else */
+    while ((i = gm_bits_next(b, i, n)) < n) {
+        assert_true(k < nm);
+        assert_int_equal(i, marked[k++]);
+        i++;
+    }
+    assert_int_equal(k, nm);
+    /* from inside a word, and a limit inside a word */
+    assert_int_equal(gm_bits_next(b, 2, n), 63);
+    assert_int_equal(gm_bits_next(b, 129, n), 500);
+    assert_int_equal(gm_bits_next(b, 129, 500), 500); /* 500 itself is past the limit */
+    assert_int_equal(gm_bits_next(b, 501, 998), 998);
+    assert_int_equal(gm_bits_next(b, 501, 997), 997);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1232,6 +1263,7 @@ int main(void)
         cmocka_unit_test(test_text_closest),
         cmocka_unit_test(test_json_budget),
         cmocka_unit_test(test_error),
+        cmocka_unit_test(test_bits_set_and_next),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
