@@ -113,18 +113,20 @@ const char *gm_rule_text(enum gm_rule r);
 /* ---- per-allocation results ---- */
 
 /* One allocation: from its alloc event (or the start) to its free_completed (or the end),
- * matched by address exactly as gm_snapshot_timeline() does.  48 bytes: a device trace of
+ * matched by address exactly as gm_snapshot_timeline() does.  40 bytes: a device trace of
  * millions of allocations is one array of these (event indexes fit 31 bits: the timeline
- * refuses longer traces); what few readers ask is found from the events (its iteration:
- * gm_analysis_iteration_at() of alloc_event). */
+ * refuses longer traces; its stream is an index into the device's table of streams, of at
+ * most GM_ANALYSIS_STREAMS_MAX); what few readers ask is found from the events (its
+ * iteration: gm_analysis_iteration_at() of alloc_event). */
 struct gm_analysis_alloc {
     uint64_t addr;
-    uint64_t bytes; /* trace (requested) bytes */
-    uint64_t stream;
+    uint64_t bytes;               /* trace (requested) bytes */
     int32_t alloc_event;          /* index in the device trace; -1: alive from the start */
     int32_t free_event;           /* index of its free_completed; -1: alive at the end */
     int32_t free_requested_event; /* -1 when none */
     uint32_t stack;               /* stack of the alloc (or of the block / free when from start) */
+    uint16_t stream_index;        /* its stream: gm_analysis_device.streams[stream_index]
+                                   * (gm_analysis_alloc_stream()) */
     uint8_t category;             /* enum gm_category */
     uint8_t rule;                 /* enum gm_rule */
     uint8_t phase;                /* enum gm_phase at the alloc (from the start: the phase its
@@ -132,6 +134,10 @@ struct gm_analysis_alloc {
     uint8_t user_rule;            /* GM_RULE_CUSTOM: 1 + the index of the user's rule, else 0 */
     uint8_t free_has_stack;       /* 1: its free_requested or free_completed has a stack */
 };
+
+/* The most distinct streams the allocations of one device may have (their index is 16
+ * bits); an analysis of a device with more fails with GM_ERR_LIMIT. */
+#define GM_ANALYSIS_STREAMS_MAX 65535
 
 /* A maximal run of consecutive events of one phase. Runs cover the whole trace. */
 struct gm_analysis_phase_run {
@@ -316,6 +322,10 @@ struct gm_analysis_device {
     /* by alloc event; those from the start first (none kept by gm_analysis_diff_prepare()) */
     struct gm_analysis_alloc *allocs;
     size_t n_allocs;
+    /* the distinct streams (raw cudaStream_t) of the allocations, which name theirs by
+     * index (gm_analysis_alloc.stream_index), in the order the analysis met them */
+    const uint64_t *streams;
+    size_t n_streams;
 
     struct gm_analysis_phase_run *phases; /* cover events 0..n_events-1 */
     size_t n_phases;
@@ -351,6 +361,14 @@ struct gm_analysis_device {
 
     const struct ana_device_priv *priv_; /* internal */
 };
+
+/* The stream (raw cudaStream_t) of allocation 'a' of 'dev' (not of a diff's analysis, which
+ * keeps no allocations). */
+static inline uint64_t gm_analysis_alloc_stream(const struct gm_analysis_device *dev,
+                                                const struct gm_analysis_alloc *a)
+{
+    return a->stream_index < dev->n_streams ? dev->streams[a->stream_index] : 0;
+}
 
 struct gm_analysis {
     const struct gm_snapshot *snap;     /* borrowed */

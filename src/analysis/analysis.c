@@ -222,7 +222,8 @@ enum gm_status ana_events_missing(const struct gm_snapshot_device *sd, struct gm
 
 /* The size analysis.h promises: one of these per allocation is most of what an analysis
  * holds. */
-_Static_assert(sizeof(struct gm_analysis_alloc) == 48, "gm_analysis_alloc grew");
+_Static_assert(sizeof(struct gm_analysis_alloc) == 40, "gm_analysis_alloc grew");
+_Static_assert(GM_ANALYSIS_STREAMS_MAX <= UINT16_MAX, "a stream's index is 16 bits");
 
 static void alloc_init(struct gm_analysis_alloc *x)
 {
@@ -242,8 +243,17 @@ struct ana_lite {
     uint32_t stack; /* | LITE_FREE_HAS_STACK */
 };
 #define LITE_FREE_HAS_STACK 0x80000000u /* (stacks stay below: scan_event()) */
-_Static_assert(2 * sizeof(struct ana_lite) == sizeof(struct gm_analysis_alloc),
+_Static_assert(sizeof(struct ana_lite) <= sizeof(struct gm_analysis_alloc),
                "lite_of_allocs() converts in place, the bytes of the array kept");
+
+/* The capacity in lite records of an array of 'cap' whole ones, converted in place
+ * (lite_of_allocs()): the bytes past the last whole lite record stay unused, less than one
+ * record (the array's mapping is whole 2 MiB units, big.c, and so stays the same; the heap
+ * frees by address). */
+static size_t lite_cap_of(size_t cap)
+{
+    return cap * sizeof(struct gm_analysis_alloc) / sizeof(struct ana_lite);
+}
 
 static void lite_init(struct ana_lite *x, uint64_t bytes)
 {
@@ -506,7 +516,20 @@ static void stk_release(struct ana_stacks *t)
     memset(t, 0, sizeof(*t));
 }
 
-enum scan_stop { SCAN_OK = 0, SCAN_NOMEM, SCAN_OVER, SCAN_TOO_MANY };
+enum scan_stop { SCAN_OK = 0, SCAN_NOMEM, SCAN_OVER, SCAN_TOO_MANY, SCAN_STREAMS };
+
+/* The streams of a scan's allocations: each record names its own by a 16-bit index into
+ * key[] (gm_analysis_alloc.stream_index); a key is the event's extra id while loading (the
+ * loader's streams are told only after the load) and the stream itself while walking;
+ * scan_trace() makes the indexes those of the device's table of distinct streams.  At most
+ * GM_ANALYSIS_STREAMS_MAX keys (under 2 MB with the map: outside the memory limit's count). */
+struct stream_keys {
+    struct gm_map idx; /* key -> its index */
+    uint64_t *key;     /* by index */
+    size_t n, cap;
+    uint64_t last_key; /* the key asked last, and its index (n > 0): most allocations */
+    uint16_t last_idx; /* have the stream of the one before */
+};
 
 struct scan {
     struct gm_budget budget; /* what it holds, counted within its limit */
@@ -520,6 +543,7 @@ struct scan {
     struct ana_times tm;     /* see struct work (tm.dt NULL: not kept) */
     int64_t last_t, t0;      /* the time of the last event, of the first */
     struct gm_analysis_alloc *trace, *early;
+    struct stream_keys streams;               /* what trace[] and early[] name their streams by */
     struct ana_lite *lite_trace, *lite_early; /* diff_only: in their place */
     size_t n_trace, cap_trace, n_early, cap_early;
     /* the allocation at each address: while loading the trace's fold answers (its ordinal
@@ -648,17 +672,66 @@ static GM_INLINE_ALWAYS void *scan_slot(struct scan *s, void **arr, size_t *n, s
     return (char *)*arr + (*n)++ * size;
 }
 
+/* The index of 'key' among k's (a new one added); false when the scan stops (s->stop: out
+ * of memory, or more than GM_ANALYSIS_STREAMS_MAX). */
+static bool stream_key_add(struct scan *s, struct stream_keys *k, uint64_t key, uint16_t *idx)
+{
+    bool added;
+    uint64_t *v = gm_map_at(&k->idx, key, &added);
+    if (!v) {
+        s->stop = SCAN_NOMEM;
+        return false;
+    }
+    if (added) {
+        if (k->n >= GM_ANALYSIS_STREAMS_MAX) {
+            s->stop = SCAN_STREAMS;
+            return false;
+        }
+        if (!GM_VEC_RESERVE(k->key, k->cap, k->n + 1, NULL)) {
+            s->stop = SCAN_NOMEM;
+            return false;
+        }
+        *v = k->n;
+        k->key[k->n++] = key;
+    }
+    k->last_key = key;
+    k->last_idx = *idx = (uint16_t)*v;
+    return true;
+}
+
+static void stream_keys_release(struct stream_keys *k)
+{
+    gm_map_release(&k->idx);
+    gm_free(k->key);
+    memset(k, 0, sizeof(*k));
+}
+
+/* The same, most often the index asked for last. */
+static GM_INLINE_ALWAYS bool stream_key_index(struct scan *s, struct stream_keys *k, uint64_t key,
+                                              uint16_t *idx)
+{
+    if (GM_LIKELY(k->n && key == k->last_key)) {
+        *idx = k->last_idx;
+        return true;
+    }
+    return stream_key_add(s, k, key, idx);
+}
+
 static GM_INLINE_ALWAYS struct gm_analysis_alloc *
 scan_push(struct scan *s, struct gm_analysis_alloc **arr, size_t *n, size_t *cap,
           const struct gm_snapshot_event *e, const struct gm_snapshot *snap)
 {
+    uint16_t stream;
+    if (!stream_key_index(s, &s->streams, snap ? gm_snapshot_event_stream(snap, e) : e->extra,
+                          &stream))
+        return NULL;
     struct gm_analysis_alloc *a = scan_slot(s, (void **)arr, n, cap, sizeof(**arr));
     if (!a)
         return NULL;
     alloc_init(a);
     a->addr = e->addr;
     a->bytes = e->size;
-    a->stream = snap ? gm_snapshot_event_stream(snap, e) : e->extra;
+    a->stream_index = stream;
     return a;
 }
 
@@ -885,6 +958,7 @@ static void scan_release(struct scan *s)
     gm_big_free(s->free_of, s->cap_free_of * sizeof(uint32_t));
     gm_big_free(s->ooms, s->cap_oom * sizeof(int64_t));
     gm_map_release(&s->map);
+    stream_keys_release(&s->streams);
     gm_free(s->from_start);
     ana_layout_events_release(&s->seg_events);
     memset(s, 0, sizeof(*s));
@@ -1040,8 +1114,8 @@ static struct scan *scan_taken(struct work *w, const struct raw_rule *rule)
         s->lite_trace = (struct ana_lite *)(void *)s->trace;
         s->lite_early = (struct ana_lite *)(void *)s->early;
         s->trace = s->early = NULL;
-        s->cap_trace *= 2;
-        s->cap_early *= 2;
+        s->cap_trace = lite_cap_of(s->cap_trace);
+        s->cap_early = lite_cap_of(s->cap_early);
         s->diff_only = true;
     }
     if (w->diff_only) {
@@ -1138,24 +1212,67 @@ static void scan_phases(const struct scan *s, const struct raw_rule *rule, uint8
         scan_phases_as(s, rule, phase, false);
 }
 
-/* The loader's scan's allocations trace[0..n) (each with its event's extra id for a stream)
- * moved to trace[n_early..n_early + n) with their streams: one pass over an array of
- * millions (from the back: the two ranges overlap), where a pass for the streams and a
- * memmove() would read and write it twice. */
+/* The scan's allocations trace[0..n) moved to trace[n_early..n_early + n), each with
+ * remap[] of its scan's stream index (NULL: the same): one pass over an array of millions
+ * (from the back: the two ranges overlap), where a pass for the streams and a memmove()
+ * would read and write it twice. */
 static void move_with_streams(struct gm_analysis_alloc *trace, size_t n, size_t n_early,
-                              const struct gm_snapshot *snap)
+                              const uint16_t *remap)
 {
     if (!n_early) {
-        for (size_t i = 0; i < n; i++)
-            trace[i].stream = gm_snapshot_extra_stream(snap, trace[i].stream);
+        for (size_t i = 0; remap && i < n; i++)
+            trace[i].stream_index = remap[trace[i].stream_index];
+        return;
+    }
+    if (!remap) {
+        memmove(trace + n_early, trace, n * sizeof(*trace));
         return;
     }
     for (size_t i = n; i-- > 0;) {
         /* (the whole record, padding included: analyses compare allocations bytewise) */
-        uint64_t stream = gm_snapshot_extra_stream(snap, trace[i].stream);
+        uint16_t stream = remap[trace[i].stream_index];
         memcpy(&trace[i + n_early], &trace[i], sizeof(*trace));
-        trace[i + n_early].stream = stream;
+        trace[i + n_early].stream_index = stream;
     }
+}
+
+/* The device's table of distinct streams (d, keyed by the stream) made from the scan's
+ * stream keys (while 'loaded' the events' extra ids, else streams already): *remap (NULL
+ * when every index stays the same) the device's index of each scan index; false when the
+ * scan stops. */
+static bool device_streams(struct scan *s, const struct gm_snapshot *snap, bool loaded,
+                           struct stream_keys *d, uint16_t **remap)
+{
+    uint16_t *r = NULL;
+    bool same = true;
+    *remap = NULL;
+    if (s->streams.n && !(r = gm_malloc(s->streams.n * sizeof(*r)))) {
+        s->stop = SCAN_NOMEM;
+        return false;
+    }
+    for (size_t i = 0; i < s->streams.n; i++) {
+        uint64_t key = s->streams.key[i];
+        if (!stream_key_add(s, d, loaded ? gm_snapshot_extra_stream(snap, key) : key, &r[i])) {
+            gm_free(r);
+            return false;
+        }
+        same &= r[i] == i;
+    }
+    if (same)
+        gm_free(r);
+    else
+        *remap = r;
+    return true;
+}
+
+/* The device's streams d->key[0..n) copied into the analysis' arena (*n their count). */
+static const uint64_t *keep_streams(struct work *w, const struct stream_keys *d, size_t *n)
+{
+    uint64_t *v = gm_arena_calloc(w->arena, d->n ? d->n : 1, sizeof(*v));
+    if (v && d->n)
+        memcpy(v, d->key, d->n * sizeof(*v));
+    *n = d->n;
+    return v;
 }
 
 /* phase[] in a mapping of its own, w->phase_bytes (counted by analyse_device()); false on
@@ -1174,12 +1291,15 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     const struct gm_snapshot *snap = w->snap;
     struct gm_analysis_device *dev = w->dev;
     struct scan s, *taken;
-    bool loaded = false; /* the scan the loader made */
+    struct stream_keys streams; /* the device's (device_streams()) */
+    uint16_t *remap = NULL;     /* per stream index of the scan's: the device's */
+    bool loaded = false;        /* the scan the loader made */
     struct raw_rule rule;
     enum gm_status st = GM_OK;
     uint64_t base;
 
     memset(&s, 0, sizeof(s));
+    memset(&streams, 0, sizeof(streams));
     memset(&rule, 0, sizeof(rule));
     rule.cls = w->cls;
     rule.n_stacks = snap->n_stacks;
@@ -1196,10 +1316,6 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         s = *taken;
         gm_free(taken);
         s.budget = gm_budget_make(snap->memory_limit, base + s.budget.used);
-        /* (the trace's allocations get theirs as they move behind the early ones, below) */
-        for (size_t i = 0; s.early && i < s.n_early; i++) {
-            s.early[i].stream = gm_snapshot_extra_stream(snap, s.early[i].stream);
-        }
         /* a diff reads the times only here: its phases go in their memory, written already
          * (fresh memory is what costs), phase[i] over the step of event i / 2, which
          * scan_phases() has read (it reads steps only past the events it has written:
@@ -1258,6 +1374,14 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
     }
     w->trace_has_frames = s.has_frames;
     w->n_timed = s.n_timed;
+    /* the device's streams: the early allocations' indexes made its own here, the trace's
+     * as they move behind the early ones (below) */
+    if (!s.diff_only) {
+        if (!device_streams(&s, snap, loaded, &streams, &remap))
+            goto stopped;
+        for (size_t i = 0; remap && i < s.n_early; i++)
+            s.early[i].stream_index = remap[s.early[i].stream_index];
+    }
     /* Blocks allocated at snapshot time with no alloc pending at the end: alive throughout
      * (the fold says which, where it kept the map) */
     const uint64_t *from_start = loaded ? s.from_start : NULL;
@@ -1288,14 +1412,16 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
                 l->stack = blk->stack;
                 continue;
             }
-            if (s.n_early == s.cap_early &&
-                !scan_grow(&s, (void **)&s.early, &s.cap_early, s.n_early + 1, sizeof(*s.early)))
+            uint16_t stream;
+            if (!stream_key_index(&s, &streams, seg->stream, &stream) ||
+                (s.n_early == s.cap_early &&
+                 !scan_grow(&s, (void **)&s.early, &s.cap_early, s.n_early + 1, sizeof(*s.early))))
                 goto stopped;
             a = &s.early[s.n_early++];
             alloc_init(a);
             a->addr = blk->address;
             a->bytes = blk->requested_size;
-            a->stream = seg->stream;
+            a->stream_index = stream;
             a->stack = blk->stack;
         }
     }
@@ -1347,13 +1473,14 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         s.lite_trace = NULL;
         s.cap_trace = 0;
     } else if (dev->n_allocs) {
-        if (loaded)
-            move_with_streams(s.trace, s.n_trace, s.n_early, snap);
-        else
-            memmove(s.trace + s.n_early, s.trace, s.n_trace * sizeof(*s.trace));
+        move_with_streams(s.trace, s.n_trace, s.n_early, remap);
         if (s.n_early)
             memcpy(s.trace, s.early, s.n_early * sizeof(*s.early));
         if (!ana_priv_keep(w->priv, s.trace, s.cap_trace * sizeof(*s.trace))) {
+            st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
+            goto out;
+        }
+        if (!(dev->streams = keep_streams(w, &streams, &dev->n_streams))) {
             st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
             goto out;
         }
@@ -1377,11 +1504,18 @@ stopped:
         st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
                      "analysis: too many allocations on one device");
         break;
+    case SCAN_STREAMS:
+        st = gm_fail(err, GM_ERR_LIMIT, GM_NO_OFFSET,
+                     "analysis: allocations on more than %d streams on one device",
+                     GM_ANALYSIS_STREAMS_MAX);
+        break;
     default:
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         break;
     }
 out:
+    stream_keys_release(&streams);
+    gm_free(remap);
     scan_release(&s);
     gm_free(rule.steps.open);
     gm_free(rule.steps.close);

@@ -109,7 +109,7 @@ static enum gm_status group_live(void *ctx, size_t i, const uint32_t *live, size
         const struct gm_analysis_alloc *a = &c->dev->allocs[live[k]];
         l[k].addr = a->addr;
         l[k].bytes = a->bytes;
-        l[k].stream = a->stream;
+        l[k].stream = gm_analysis_alloc_stream(c->dev, a);
         l[k].stack = a->stack;
         l[k].alloc_event = a->alloc_event;
     }

@@ -136,7 +136,7 @@ static enum gm_status groups_of_analysis(const struct gm_analysis_device *dev,
         }
         l->addr = a->addr;
         l->bytes = a->bytes;
-        l->stream = a->stream;
+        l->stream = gm_analysis_alloc_stream(dev, a);
         l->stack = a->stack;
         l->alloc_event = a->alloc_event;
     }

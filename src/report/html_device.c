@@ -161,8 +161,8 @@ static void write_lod(struct gm_report_ctx *c, const struct gm_analysis_device *
 /* A band's row [k_alloc, k_free, x0, x1, bytes, cat, stack, addr, "stream"] at p
  * (BAND_ROW_MAX bytes of room) when its x's are whole; the end of the row. */
 #define BAND_ROW_MAX (4 + 9 * (GM_FMT_ROOM + 2))
-static char *band_row(char *p, const struct gm_lod_axis *ax, const struct gm_analysis_alloc *a,
-                      double x0, double x1)
+static char *band_row(char *p, const struct gm_lod_axis *ax, const struct gm_analysis_device *ad,
+                      const struct gm_analysis_alloc *a, double x0, double x1)
 {
     *p++ = '[';
     p = gm_fmt_i64_room(p, a->alloc_event);
@@ -181,13 +181,14 @@ static char *band_row(char *p, const struct gm_lod_axis *ax, const struct gm_ana
     *p++ = ',';
     p = gm_fmt_u64_room(p, a->addr);
     *p++ = ',';
-    p = gm_report_stream_text(p, a->stream);
+    p = gm_report_stream_text(p, gm_analysis_alloc_stream(ad, a));
     *p++ = ']';
     return p;
 }
 
 static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
-                       const struct gm_analysis_alloc *a, const double *x)
+                       const struct gm_analysis_device *ad, const struct gm_analysis_alloc *a,
+                       const double *x)
 {
     struct gm_json *w = c->w;
     double x1 = a->free_event < 0 ? ax->x_end : x[1];
@@ -195,10 +196,10 @@ static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
         /* the common row at once, as the calls below write it: thousands of bands */
         char *p = gm_json_room(w, BAND_ROW_MAX);
         if (p) {
-            gm_json_room_end(w, band_row(p, ax, a, x[0], x1));
+            gm_json_room_end(w, band_row(p, ax, ad, a, x[0], x1));
         } else {
             char row[BAND_ROW_MAX + 1];
-            *band_row(row, ax, a, x[0], x1) = '\0';
+            *band_row(row, ax, ad, a, x[0], x1) = '\0';
             gm_json_raw(w, row);
         }
         gm_report_use_stack(c, a->stack);
@@ -213,7 +214,7 @@ static void write_band(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
     gm_json_u64(w, a->category);
     gm_json_u64(w, a->stack);
     gm_json_u64(w, a->addr);
-    gm_report_stream(w, a->stream);
+    gm_report_stream(w, gm_analysis_alloc_stream(ad, a));
     gm_json_end_array(w);
     gm_report_use_stack(c, a->stack);
 }
@@ -271,7 +272,7 @@ static void write_bands(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
     gm_json_key(w, "bands");
     gm_json_begin_array(w);
     for (size_t i = 0; i < b->n; i++, x += 2)
-        write_band(c, ax, &ad->allocs[b->allocs[i]], x);
+        write_band(c, ax, ad, &ad->allocs[b->allocs[i]], x);
     gm_json_end_array(w);
     gm_json_kv_u64(w, "n_edge", b->n_edge);
     gm_json_kv_u64(w, "n_allocs", ad ? ad->n_allocs : 0);
@@ -287,7 +288,7 @@ static void write_bands(struct gm_report_ctx *c, const struct gm_lod_axis *ax,
         gm_json_key(w, "b");
         gm_json_begin_array(w);
         for (size_t i = 0; i < bw->n; i++)
-            write_band(c, ax, &ad->allocs[bw->allocs[i]], x += 2);
+            write_band(c, ax, ad, &ad->allocs[bw->allocs[i]], x += 2);
         gm_json_end_array(w);
         gm_json_end_object(w);
     }

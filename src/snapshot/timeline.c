@@ -21,6 +21,7 @@
  *           alive from the start. */
 #include "snapshot/snapshot_int.h"
 
+#include "base/big.h"
 #include "base/budget.h"
 #include "base/hint.h"
 #include "base/vec.h"
@@ -345,7 +346,7 @@ static void fold_drop(struct snap_fold *f)
     f->found = NULL;
     f->cap_found = 0;
     gm_free(f->gone);
-    gm_free(f->displaced);
+    gm_big_free(f->displaced, f->cap_displaced * sizeof(*f->displaced));
     gm_free(f->unmatched);
     f->gone = NULL;
     f->displaced = f->unmatched = NULL;
@@ -408,10 +409,14 @@ static GM_INLINE_ALWAYS bool fold_event(struct snap_fold *f, const struct gm_sna
         if (!am_set(m, e, (int32_t)k, f->n_allocs++, &old))
             return false;
         if (old.ev != AM_EMPTY && f->keep_live) {
-            struct pend_at *d =
-                GM_VEC_PUSH(f->displaced, f->n_displaced, f->cap_displaced, &m->budget);
-            if (!d)
+            /* a big array (big.h): one entry per alloc at a pending address, tens of
+             * megabytes on a file that reuses an address without freeing it.  From the heap,
+             * such an array stayed resident after its free (glibc then serves and keeps
+             * later arrays of up to its size from the heap, too): +26 MiB on the memo bomb
+             * of tests/snapshot/memory_bound.py */
+            if (!GM_VEC_RESERVE_BIG(f->displaced, f->cap_displaced, f->n_displaced + 1, &m->budget))
                 return false;
+            struct pend_at *d = &f->displaced[f->n_displaced++];
             d->p = old;
             d->k = k;
         }

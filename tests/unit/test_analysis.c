@@ -2756,6 +2756,10 @@ static void analyses_equal(const struct gm_analysis *a, const struct gm_analysis
         assert_int_equal(x->n_phases, y->n_phases);
         if (x->n_allocs && memcmp(x->allocs, y->allocs, x->n_allocs * sizeof(*x->allocs)))
             fail_msg("%s device %d: the allocations differ", name, (int)x->device);
+        /* (the allocations name their streams by index into these) */
+        assert_int_equal(x->n_streams, y->n_streams);
+        if (x->n_streams && memcmp(x->streams, y->streams, x->n_streams * sizeof(*x->streams)))
+            fail_msg("%s device %d: the streams differ", name, (int)x->device);
         /* a diff's analysis: the sums per stack in place of the allocations */
         assert_true(a->diff_only == b->diff_only);
         if (a->diff_only &&
@@ -3236,7 +3240,8 @@ static void test_first_pass_used_on_streams_and_step_ranges(void **state)
             assert_int_equal(tb, tk >= STEPS_WRAP ? 0 : cases[l].taken);
             /* what the case is about: allocations on other streams, the steps' phases */
             assert_int_equal(a->devices[0].n_allocs, 1500);
-            assert_int_equal(a->devices[0].allocs[1].stream, 0x5001);
+            assert_int_equal(gm_analysis_alloc_stream(&a->devices[0], &a->devices[0].allocs[1]),
+                             0x5001);
             assert_true(tk >= STEPS_WRAP || a->devices[0].n_phases > 1);
             analyses_equal(a, b, true, "streams and step ranges");
             if (strcmp(ha, hb))
@@ -3254,8 +3259,10 @@ static void test_first_pass_used_on_streams_and_step_ranges(void **state)
 
 /* A trace that starts with 'n_early' frees of blocks allocated before it (early allocations,
  * which go in front of the trace's own) and goes on with 300 allocations, each freed by the
- * event after it; the ith early block and the ith allocation on stream 0x5000 + i % 3. */
-static void write_early_frees_on_streams(char **buf, size_t *len, int n_early)
+ * event after it; the ith early block and the ith allocation on stream 0x5000 + i % 3; with
+ * 'metadata' each event has a user_metadata of five kinds (so that events of one stream
+ * have several extras, met in another order than their streams). */
+static void write_early_frees_on_streams(char **buf, size_t *len, int n_early, bool metadata)
 {
     struct gm_pickle_writer *w;
     FILE *f = open_memstream(buf, len);
@@ -3268,13 +3275,18 @@ static void write_early_frees_on_streams(char **buf, size_t *len, int n_early)
         bool alloc = k >= 0 && k % 2 == 0;
         uint64_t addr =
             k < 0 ? 0x7e0000000000u + 4096u * (uint64_t)i : 0x7f0000000000u + 4096u * (uint64_t)a;
-        gm_pickle_dict_begin(w, 5);
+        gm_pickle_dict_begin(w, metadata ? 6 : 5);
         gm_pickle_str(w, "action");
         gm_pickle_str(w, alloc ? "alloc" : "free_completed");
         gm_pickle_str(w, "addr");
         gm_pickle_uint(w, addr);
         gm_pickle_str(w, "size");
         gm_pickle_uint(w, 512u + (uint64_t)(k < 0 ? i : a));
+        if (metadata) {
+            static const char *const md[] = {"e", "d", "c", "b", "a"};
+            gm_pickle_str(w, "user_metadata");
+            gm_pickle_str(w, md[(k < 0 ? i : a) / 2 % 5]);
+        }
         gm_pickle_str(w, "stream");
         gm_pickle_uint(w, 0x5000u + (uint64_t)((k < 0 ? i : a) % 3));
         gm_pickle_str(w, "frames");
@@ -3289,17 +3301,20 @@ static void write_early_frees_on_streams(char **buf, size_t *len, int n_early)
 /* Early allocations (frees of blocks allocated before the trace) go in front of the trace's
  * own, each allocation with its stream, whether the first pass was made while loading (the
  * trace's allocations then get their streams as they move behind the early ones) or the trace
- * is walked after; with no early allocation too. */
+ * is walked after; with no early allocation too; and with events of one stream that differ
+ * in their user_metadata (extras of their own: the loader's first pass names streams by the
+ * extra, the device's table by the stream): the device's table holds each stream once. */
 static void test_first_pass_early_allocations_keep_their_streams(void **state)
 {
-    static const int n_early[] = {0, 1, 7};
+    static const int n_early[] = {0, 1, 7, 0, 7};
     (void)state;
     for (size_t c = 0; c < sizeof(n_early) / sizeof(n_early[0]); c++) {
         char *buf, *html;
         size_t len, taken;
         struct gm_snapshot *snap;
         struct gm_analysis *an;
-        write_early_frees_on_streams(&buf, &len, n_early[c]);
+        bool metadata = c >= 3;
+        write_early_frees_on_streams(&buf, &len, n_early[c], metadata);
         first_pass_agrees(buf, len, "early frees on streams", 1);
         an = analyse_loaded(buf, len, 0, true, &snap, &html, &taken);
         assert_int_equal(taken, 1);
@@ -3311,11 +3326,81 @@ static void test_first_pass_early_allocations_keep_their_streams(void **state)
             size_t j = early ? i : i - (size_t)n_early[c];
             assert_int_equal(x->alloc_event, early ? -1 : (int32_t)(n_early[c] + 2 * (int)j));
             assert_int_equal(x->bytes, 512u + j);
-            assert_int_equal(x->stream, 0x5000u + j % 3);
+            assert_int_equal(gm_analysis_alloc_stream(d, x), 0x5000u + j % 3);
         }
+        assert_int_equal(d->n_streams, 3);
+        if (metadata)
+            assert_true(snap->n_extras > 3); /* (what the case is about) */
         free(html);
         gm_analysis_free(an);
         gm_snapshot_free(snap);
+        free(buf);
+    }
+}
+
+/* A trace of 'n' allocations, the ith on stream 0x100 + i. */
+static void write_allocs_on_streams(char **buf, size_t *len, size_t n)
+{
+    struct gm_pickle_writer *w;
+    FILE *f = open_memstream(buf, len);
+    w = pickle_doc_begin(f, 2, 1);
+    gm_pickle_list_begin(w, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        gm_pickle_dict_begin(w, 5);
+        gm_pickle_str(w, "action");
+        gm_pickle_str(w, "alloc");
+        gm_pickle_str(w, "addr");
+        gm_pickle_uint(w, 0x7f0000000000u + 512u * (uint64_t)i);
+        gm_pickle_str(w, "size");
+        gm_pickle_uint(w, 512);
+        gm_pickle_str(w, "stream");
+        gm_pickle_uint(w, 0x100u + (uint64_t)i);
+        gm_pickle_str(w, "frames");
+        gm_pickle_list_begin(w, 0);
+        gm_pickle_list_end(w);
+        gm_pickle_dict_end(w);
+    }
+    gm_pickle_list_end(w);
+    pickle_doc_end(w, f);
+}
+
+/* An allocation names its stream by a 16-bit index into its device's table: a device with
+ * allocations on GM_ANALYSIS_STREAMS_MAX streams is analysed, whether its first pass was made
+ * while loading or the trace is walked, and one with a stream more is refused (GM_ERR_LIMIT),
+ * never given an index that wraps; a diff's analysis, which keeps no allocations, is not. */
+static void test_streams_bounded(void **state)
+{
+    (void)state;
+    for (size_t more = 0; more < 2; more++) {
+        size_t n = GM_ANALYSIS_STREAMS_MAX + more, len;
+        char *buf;
+        write_allocs_on_streams(&buf, &len, n);
+        for (int first = 0; first < 2; first++) {
+            struct gm_snapshot_opts o;
+            struct gm_snapshot *snap;
+            struct gm_analysis *an = NULL;
+            struct gm_error err;
+            memset(&o, 0, sizeof(o));
+            o.consumer = first ? gm_analysis_first_pass_consumer() : NULL;
+            assert_int_equal(gm_snapshot_load_mem(buf, len, &o, &snap, &err), GM_OK);
+            enum gm_status st = gm_analysis_run(snap, NULL, &an, &err);
+            if (more) {
+                assert_int_equal(st, GM_ERR_LIMIT);
+                assert_non_null(strstr(err.msg, "streams"));
+            } else {
+                const struct gm_analysis_device *d = &an->devices[0];
+                assert_int_equal(st, GM_OK);
+                assert_int_equal(d->n_allocs, n);
+                assert_int_equal(d->n_streams, n);
+                for (size_t i = 0; i < n; i += 4099)
+                    assert_int_equal(gm_analysis_alloc_stream(d, &d->allocs[i]), 0x100u + i);
+                assert_int_equal(gm_analysis_alloc_stream(d, &d->allocs[n - 1]), 0x100u + n - 1);
+            }
+            gm_analysis_free(an);
+            assert_int_equal(gm_analysis_diff_prepare(snap, NULL, &an, &err), GM_OK);
+            gm_analysis_free(an);
+            gm_snapshot_free(snap);
+        }
         free(buf);
     }
 }
@@ -4082,6 +4167,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_first_pass_out_of_memory_while_widening_stacks),
     cmocka_unit_test(test_first_pass_used_on_streams_and_step_ranges),
     cmocka_unit_test(test_first_pass_early_allocations_keep_their_streams),
+    cmocka_unit_test(test_streams_bounded),
     cmocka_unit_test(test_first_pass_after_a_long_batch_is_the_walk),
     cmocka_unit_test(test_first_pass_kept_when_the_fold_gives_up_at_its_finish),
     cmocka_unit_test(test_default_device_ties_and_empty_devices),

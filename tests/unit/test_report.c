@@ -582,7 +582,8 @@ static void test_band_rows_both_ways(void **state)
         assert_int_equal(json_integer_value(json_array_get(row, 4)), a->bytes);
         assert_int_equal(json_integer_value(json_array_get(row, 5)), a->category);
         assert_int_equal(json_integer_value(json_array_get(row, 6)), a->stack);
-        snprintf(stream, sizeof(stream), "%llu", (unsigned long long)a->stream);
+        snprintf(stream, sizeof(stream), "%llu",
+                 (unsigned long long)gm_analysis_alloc_stream(ad, a));
         assert_string_equal(json_string_value(json_array_get(row, 8)), stream);
     }
     assert_int_equal(n_whole, 1);
