@@ -340,12 +340,14 @@ static void text_setup(FILE *f, const struct gm_estimate_report *r)
                 a);
     }
     if (j->mode == GM_EST_INFER && j->engine.kind == GM_ENGINE_VLLM) {
+        char t[32];
         gib(a, sizeof a, sv->budget_bytes);
         gib(b, sizeof b, sv->kv_pool_bytes);
+        gib(t, sizeof t, sv->total_bytes);
         fprintf(f,
-                "\nvLLM: budget %s (%.2f x capacity); KV pool %s = %llu blocks x %llu tokens "
-                "= %llu tokens (%llu bytes per token)\n",
-                a, j->engine.vllm.gpu_memory_utilization, b, (unsigned long long)sv->kv_blocks,
+                "\nvLLM: budget %s (%.2f x the %s CUDA reports); KV pool %s = %llu blocks x "
+                "%llu tokens = %llu tokens (%llu bytes per token)\n",
+                a, j->engine.vllm.gpu_memory_utilization, t, b, (unsigned long long)sv->kv_blocks,
                 (unsigned long long)sv->block_size, (unsigned long long)sv->kv_tokens,
                 (unsigned long long)sv->kv_bytes_per_token);
         if (sv->cuda_graph_charged_bytes) {

@@ -792,6 +792,7 @@ enum gm_max_len_from {
 
 struct gm_est_serving {
     uint64_t budget_bytes;           /* vLLM: total x gpu_memory_utilization */
+    uint64_t total_bytes;            /* vLLM: the total CUDA reports, which the budget takes */
     uint64_t non_torch_bytes;        /* vLLM: non-torch memory beside the context and NCCL */
     uint64_t non_torch_logged_bytes; /* vLLM: what its log prints as non-torch, by version */
     uint64_t activation_peak_bytes;

@@ -13,6 +13,7 @@
 
 #include "gpumem/units.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1175,6 +1176,9 @@ static enum gm_status free_block(struct gm_alloc *a, struct block *b)
         enum gm_status st;
         if (at.t < p->blocks.n_trees && p->blocks.trees[at.t].stream == (uint64_t)spot->stream)
             at.p = gm_btree_find_held(&p->blocks.trees[at.t].t, spot);
+        /* the premise above, checked in a debug build: what spot's home finds is in the tree
+         * of spot's stream (gm_btree_find() looks for the leaf's tree), not another's */
+        assert(!at.p.leaf || gm_btree_find(&p->blocks.trees[at.t].t, spot).leaf == at.p.leaf);
         st = pool_replace(p, at.p.leaf ? &at : NULL, spot, b);
         block_drop(a, spot);
         if (st)

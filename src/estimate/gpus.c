@@ -26,13 +26,14 @@
 /* name, family, nominal GB, total memory, kind, compute capability x 10, no peer access, the
  * total CUDA reports where a public log prints it (below), and the streaming multiprocessors
  * as NVIDIA publishes them (its architecture whitepapers and product specifications: Volta
- * V100 80, Turing T4 40, Ampere A100 108, A40 and RTX A6000 84, RTX A5000 64, A10 72, A10G 80, RTX
- * 3090 82, 3080 68, 3060 28, Ada L40/L40S and RTX 6000 Ada 142, L4 58, RTX 4090 128, 4080 76, 4070
- * Ti 60, Hopper H100 SXM, H100 NVL and H200 132, Blackwell B200 148, RTX 5090 170; the catalog's
- * H100-80GB is the SXM board, a PCIe H100 has 114), from which the driver's own CUDA context
- * follows (est_cuda_bare_context_bytes); the total CUDA reports where a public log prints it
- * (cudaMemGetInfo, which vLLM multiplies by gpu_memory_utilization; below nvidia-smi's figure by
- * what the driver keeps): the A100-SXM4-80GB's 79.25 GiB from a vLLM log that names the board
+ * V100 80, Turing T4 40, Ampere A100 108, A40 and RTX A6000 84, RTX A5000 64, A10 72, A10G 80,
+ * RTX 3090 82, 3080 68, 3060 28, Ada L40/L40S and RTX 6000 Ada 142, L4 58, RTX 4090 128,
+ * 4080 76, 4070 Ti 60, Hopper H100 SXM, H100 NVL and H200 132, Blackwell B200 148, RTX 5090 170;
+ * the catalog's H100-80GB is the SXM board, a PCIe H100 has 114), from which the driver's own
+ * CUDA context follows (est_cuda_bare_context_bytes); the total CUDA reports where a public log
+ * prints it (cudaMemGetInfo, which vLLM multiplies by gpu_memory_utilization; below nvidia-smi's
+ * figure by what the driver keeps): the A100-SXM4-80GB's 79.25 GiB from a vLLM log that names the
+ * board
  * ("Free memory on device (78.84/79.25 GiB)", LukeJYK/AutoScientists vllm.log @ e313354, whose
  * fused_moe config is NVIDIA_A100-SXM4-80GB's); the H100's 79.18 GiB from llm-d/llm-d-benchmark
  * config_explorer/empirical-vllm-memory-results.md @ b5c3307 (ten H100 starts at 0.11.0; the

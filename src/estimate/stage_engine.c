@@ -1924,7 +1924,8 @@ static enum gm_status engine_vllm(struct est_ctx *cx, struct gm_error *err)
                                     0.5 * (double)graph_charged, 2.0 * (double)graph_charged));
     }
     sv->cuda_graph_charged_bytes = graph_charged;
-    budget = (uint64_t)((double)vllm_total_bytes(j) * v->gpu_memory_utilization);
+    sv->total_bytes = vllm_total_bytes(j);
+    budget = (uint64_t)((double)sv->total_bytes * v->gpu_memory_utilization);
     sv->budget_bytes = budget;
     sv->non_torch_bytes = non_torch;
     sv->non_torch_logged_bytes = logged;

@@ -56,13 +56,23 @@ static enum hf_generate hf_generate_form(uint32_t v)
  *   from 4.56    DynamicCache(config=...) gives each sliding layer a DynamicSlidingWindowLayer
  *                that keeps at most the window (PR #40039, "New DynamicSlidingWindowLayer &
  *                associated Cache"; cache_utils.py DynamicCache.__init__, read at 004999d), and
- *                generate() ignores a checkpoint's cache_implementation="hybrid" (PR #40135)
- *   before 4.56  a plain DynamicCache: every layer keeps every token (DynamicCache.update
+ *                generate() ignores a checkpoint's cache_implementation="hybrid" (PR #40135);
+ *                only the plain default cache (greedy or sampling): assisted generation,
+ *                contrastive search and cache_implementation="dynamic_full" build their
+ *                DynamicCache without the config (generation/utils.py dynamic_cache_kwargs =
+ *                {}) and keep every token, which this model does not tell apart
+ *   4.36 to 4.55 a plain DynamicCache: every layer keeps every token (DynamicCache.update
  *                concatenates; MistralFlashAttention2 slices the past to the window only in a
  *                local copy, never in the cache), unless the architecture's checkpoints
  *                default to cache_implementation="hybrid": then HybridCache (HybridChunkedCache
  *                for Llama-4), preallocated for context + new tokens with the sliding layers at
  *                the window, written in place
+ *   before 4.36  the legacy tuple cache, modelled as keeping every token; not read at the
+ *                v4.34/v4.35 tags: derived copies of that era's MistralFlashAttention2 (the
+ *                padding_mask signature) return the window-sliced past concatenated with the
+ *                new token as the layer's cache, so with flash attention a decode that runs past
+ *                the window may keep only the window after the first step (the prefill still
+ *                returns the whole context)
  * A static cache (--static-cache) keeps the window at every release. */
 #define HF_DYNAMIC_SLIDING_WINDOW GM_VERSION(4, 56, 0)
 enum hf_window_cache { HF_WINDOW_KEPT = 0, HF_WINDOW_EVERY_TOKEN, HF_WINDOW_HYBRID_STATIC };
@@ -72,14 +82,15 @@ enum hf_window_cache { HF_WINDOW_KEPT = 0, HF_WINDOW_EVERY_TOKEN, HF_WINDOW_HYBR
  * HybridChunkedCache. */
 static const enum gm_arch hf_hybrid_default[] = {GM_ARCH_GEMMA2, GM_ARCH_GEMMA3, GM_ARCH_LLAMA4};
 
-static enum hf_window_cache hf_window_cache(const struct gm_job *j, const struct gm_model *m)
+static enum hf_window_cache hf_window_cache(const struct gm_job *j, const struct gm_model *m,
+                                            enum hf_generate gen)
 {
     uint32_t v = j->stack.transformers;
     if (!v || v >= HF_DYNAMIC_SLIDING_WINDOW || j->workload.static_cache ||
         !est_kv_sliding_layers(m))
         return HF_WINDOW_KEPT;
     for (size_t i = 0; i < sizeof hf_hybrid_default / sizeof hf_hybrid_default[0]; i++)
-        if (hf_hybrid_default[i] == m->arch && hf_generate_form(v) != GEN_LEGACY)
+        if (hf_hybrid_default[i] == m->arch && gen != GEN_LEGACY)
             return HF_WINDOW_HYBRID_STATIC;
     return HF_WINDOW_EVERY_TOKEN;
 }
@@ -377,7 +388,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
     if (m->head == GM_HEAD_ENCODER)
         return infer_encoder(cx, context, ea, eager, err);
     gen = hf_generate_form(j->stack.transformers);
-    wincache = hf_window_cache(j, m);
+    wincache = hf_window_cache(j, m, gen);
 
     kv = kv_tokens_bytes(m, tokens, kvb, w->batch, wincache != HF_WINDOW_EVERY_TOKEN, &capped);
     if (m->kv_lora_rank)
@@ -515,9 +526,10 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                    (unsigned long long)m->head_dim, kvb, (unsigned long long)tokens);
     if (wincache == HF_WINDOW_EVERY_TOKEN)
         est_assume(e,
-                   "transformers before 4.56: generate()'s DynamicCache keeps every token in the "
+                   "transformers before 4.56: generate()'s %s keeps every token in the "
                    "%llu sliding-window layers too (a window of %llu kept only from 4.56's "
                    "DynamicSlidingWindowLayer)",
+                   gen == GEN_LEGACY ? "legacy tuple cache" : "DynamicCache",
                    (unsigned long long)est_kv_sliding_layers(m),
                    (unsigned long long)m->sliding_window);
     if (seq2seq)

@@ -701,7 +701,10 @@ static bool c_tp_same_gpus(const struct sugg_ctx *sx, struct change *c)
  * before recomputation, recomputation before sharding, sharding before host memory, numerics
  * before quality, the workload and more hardware last).  'hardware' changes ask for GPUs the
  * job does not have. */
-enum { RANK_FITS_PAGED = 47 }; /* after the optimizer on the CPU, before layers on the CPU */
+enum {
+    RANK_PURE_BF16 = 40,  /* the dearest change a training job's combination takes */
+    RANK_FITS_PAGED = 47, /* after the optimizer on the CPU, before layers on the CPU */
+};
 static const struct candidate {
     bool (*make)(const struct sugg_ctx *sx, struct change *c);
     enum gm_sugg_cost cost;
@@ -731,7 +734,8 @@ static const struct candidate {
     {c_activation_offload, GM_COST_SPEED, 32, false, "activations in host memory (PCIe traffic)"},
     {c_adamw_8bit, GM_COST_NUMERICS, 35, false, "8-bit optimizer state (bitsandbytes)"},
     {c_kv_fp8, GM_COST_NUMERICS, 38, false, "8-bit KV cache: a small accuracy loss"},
-    {c_pure_bf16, GM_COST_NUMERICS, 40, false, "no fp32 master weights: numerics change"},
+    {c_pure_bf16, GM_COST_NUMERICS, RANK_PURE_BF16, false,
+     "no fp32 master weights: numerics change"},
     {c_offload_optimizer, GM_COST_SPEED, 45, false, "optimizer on the CPU: slower steps"},
     /* RANK_FITS_PAGED (47): any change that fits only by paging sits here */
     {c_n_cpu_moe, GM_COST_SPEED, 46, false, "experts of the first layers run on the CPU"},
@@ -979,8 +983,9 @@ static bool combine(const struct sugg_ctx *sx, unsigned below, struct tried *out
     return true;
 }
 
-/* A training job's combination takes no change dearer than pure bf16 (rank 40). */
-#define TRAIN_COMBINE_BELOW 41
+/* A training job's combination takes no change dearer than pure bf16 (its row in the
+ * candidates table carries RANK_PURE_BF16, so the bound follows that row). */
+#define TRAIN_COMBINE_BELOW (RANK_PURE_BF16 + 1)
 
 /* Whether the search reads how far candidate 'i' alone leaves the job from fitting, when it
  * does not fit: every candidate's when none fits alone (they are the answer, closest first),

@@ -523,6 +523,30 @@ static void test_figures_only_where_read(void **state)
     finetune_8b(&j, NULL, "8");
     set(&j, "gpu", "A100-40GB");
     suggest_both_ways(&j, &all, &read);
+    /* the paths where a verdict first differs from the figures: expandable segments (the
+     * verdict is the figures' own run), a paged optimizer (the verdict's lower bound judges
+     * "fits paged"), two pipeline stages (a group per stage) */
+    finetune_8b(&j, NULL, "8");
+    set(&j, "gpu", "A100-40GB");
+    set(&j, "alloc-conf", "expandable_segments:True");
+    suggest_both_ways(&j, &all, &read);
+    finetune_8b(&j, NULL, "8");
+    set(&j, "gpu", "A100-40GB");
+    set(&j, "paged-optimizer", NULL);
+    suggest_both_ways(&j, &all, &read);
+    finetune_8b(&j, "2", "8");
+    set(&j, "gpu", "A100-40GB");
+    set(&j, "pp", "2");
+    suggest_both_ways(&j, &all, &read);
+    /* only the combination fits (no change alone does): the answer is the changes together */
+    finetune_8b(&j, NULL, "16");
+    suggest_both_ways(&j, &all, &read);
+    assert_true(sugg.n > 0);
+    assert_true(sugg.items[0].combined);
+    assert_true(sugg.items[0].fits);
+    for (size_t i = 1; i < sugg.n; i++)
+        assert_false(sugg.items[i].fits && !sugg.items[i].combined &&
+                     sugg.items[i].cost != GM_COST_HARDWARE);
 }
 
 /* The report's JSON, parsed (the caller frees it with json_decref). */

@@ -462,6 +462,23 @@ static void test_hf_generate_sliding_by_version(void **state)
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 32 * mistral_tok * 4096);
     run("mistral-7b", LONG " --transformers-version 4.40 --static-cache", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 32 * mistral_tok * 4096);
+    /* the assumption names the cache of the release: the legacy tuple cache before 4.36,
+     * DynamicCache from 4.36 */
+    {
+        static const struct {
+            const char *version, *cache;
+        } said[] = {{"4.35.2", "generate()'s legacy tuple cache keeps every token"},
+                    {"4.40", "generate()'s DynamicCache keeps every token"}};
+        for (size_t k = 0; k < sizeof said / sizeof said[0]; k++) {
+            char args[160];
+            bool named = false;
+            snprintf(args, sizeof args, LONG " --transformers-version %s", said[k].version);
+            run("mistral-7b", args, &with);
+            for (size_t i = 0; i < with->n_assumptions; i++)
+                named = named || strstr(with->assumptions[i], said[k].cache) != NULL;
+            assert_true(named);
+        }
+    }
     run("gpt-oss-20b", LONG " --transformers-version 4.55", &with);
     assert_int_equal(gm_estimate_kind_bytes(with, GM_KIND_KV_CACHE), 24 * oss_tok * 16384);
     run("gpt-oss-20b", LONG " --transformers-version 4.56", &with);
