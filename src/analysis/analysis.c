@@ -1476,11 +1476,13 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         move_with_streams(s.trace, s.n_trace, s.n_early, remap);
         if (s.n_early)
             memcpy(s.trace, s.early, s.n_early * sizeof(*s.early));
-        if (!ana_priv_keep(w->priv, s.trace, s.cap_trace * sizeof(*s.trace))) {
+        /* the streams first: once ana_priv_keep() holds the records the analysis frees
+         * them, so nothing may fail between it and the records leaving the scan */
+        if (!(dev->streams = keep_streams(w, &streams, &dev->n_streams))) {
             st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
             goto out;
         }
-        if (!(dev->streams = keep_streams(w, &streams, &dev->n_streams))) {
+        if (!ana_priv_keep(w->priv, s.trace, s.cap_trace * sizeof(*s.trace))) {
             st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
             goto out;
         }
