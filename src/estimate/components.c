@@ -175,6 +175,12 @@ void est_set_forward_local(struct gm_estimate *e)
         e->components[e->n_components - 1].forward_local = true;
 }
 
+void est_set_tensors(struct gm_estimate *e, unsigned n)
+{
+    if (e->n_components)
+        e->components[e->n_components - 1].tensors = n;
+}
+
 void est_set_parts(struct gm_estimate *e, double seq2_bytes, double act_grad_bytes)
 {
     struct gm_est_component *c;

@@ -252,6 +252,8 @@ void est_set_parts(struct gm_estimate *e, double seq2_bytes, double act_grad_byt
 /* Of the component added last: held by the model's forward alone, freed when it returns
  * (gm_est_component.forward_local). */
 void est_set_forward_local(struct gm_estimate *e);
+/* The last component added is made of n equal tensors, each allocated on its own. */
+void est_set_tensors(struct gm_estimate *e, unsigned n);
 /* Of the component added last, the stream that allocates its tensors. */
 void est_set_stream(struct gm_estimate *e, enum gm_est_stream stream);
 /* Add the bytes of 'c' to 'out' by the snapshot category each part lands in: the kind's

@@ -314,7 +314,10 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
     if (qlora) {
         /* a layer's largest linear dequantised beside its successor's; Lightning's
          * quantised lm_head alone, each with its cast from the fp16 state
-         * (est_bnb_dequant_copies()) */
+         * (est_bnb_dequant_copies()).  Each copy is a tensor of its own: dequantize_4bit
+         * allocates its output per call, torch.empty(quant_state.shape, ...), and the cast
+         * is another (bitsandbytes 0.43.3 functional.py dequantize_4bit, autograd/
+         * _functions.py MatMul4Bit.forward and .backward) */
         uint64_t copies = est_bnb_dequant_copies(j);
         uint64_t b = gm_mul_sat(est_largest_linear(m), 2 * (1 + copies));
         uint64_t head = est_bnb_lightning(j) ? gm_mul_sat(cx->pc.lm_head, 2 * copies) : 0;
@@ -329,6 +332,7 @@ enum gm_status est_stage_adapters(struct est_ctx *cx, struct gm_error *err)
                                      "successor) during its matmul",
                           err)))
             return st;
+        est_set_tensors(e, (unsigned)(head > b ? copies : 1 + copies));
         if (trl_cast)
             est_assume(e,
                        "QLoRA: NF4 blocks of %llu, %s (bitsandbytes, bf16 compute); norms and "

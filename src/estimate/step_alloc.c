@@ -774,6 +774,10 @@ static void plan_component(const struct est_ctx *cx, struct plan *p)
                             (c->kind == GM_KIND_BACKWARD_TEMP && all_layers);
         p->prof = layer_inputs ? PROF_ONE : PROF_ACTS;
     }
+    /* a component of two equal tensors, each its own request (bitsandbytes' dequantised
+     * weights: est_set_tensors() in stage_adapters.c) */
+    if (p->prof == PROF_ONE && c->tensors == 2)
+        p->halves = true;
 }
 
 /* Layer shapes: the parameters and activation widths of one decoder layer, the shares of

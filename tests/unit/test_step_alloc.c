@@ -1222,6 +1222,38 @@ static void test_segment_list(void **state)
     gm_est_segments_free(&l);
 }
 
+/* bitsandbytes dequantises each 4-bit weight into a tensor of its own (dequantize_4bit's
+ * torch.empty per call, bitsandbytes 0.43.3 functional.py; MatMul4Bit.backward, autograd/
+ * _functions.py), so the QLoRA dequantisation buffer, the largest linear beside its
+ * successor's, is two equal tensors: the replay asks for each on its own, never for their
+ * sum in one block.  Checked on fms-acceleration's four-GPU QLoRA Liger run of Mistral-7B
+ * (row 181 of its Liger table): as one block, every layer's backward made a segment of the
+ * whole buffer, since the block the layer before freed holds FSDP1's kept input gradient. */
+static void test_dequant_buffer_two_tensors(void **state)
+{
+    struct gm_job j;
+    struct gm_error err;
+    struct gm_est_segments l;
+    uint64_t buffer = 0;
+    (void)state;
+    job_make("mistral-7b",
+             "--train --batch 4 --seq 4096 --grad-checkpointing full --transformers-version "
+             "4.45.2 --gpu A100-80GB --gpus 4 --fsdp --qlora --lora-rank 16 --lora-targets "
+             "q,k,v,o --lora-dropout 0.1 --adapter-dtype fp32 --no-fp32-upcast --loss "
+             "fused-linear --fused-kernels rms_norm,rope,lora",
+             &j);
+    assert_int_equal(gm_estimate_run_segments(&j, &est, &l, &err), GM_OK);
+    assert_true(est->replay.used && !est->replay.oom);
+    for (size_t i = 0; i < est->n_components; i++)
+        if (est->components[i].kind == GM_KIND_GATHERED && est->components[i].tensors == 2)
+            buffer = est->components[i].bytes;
+    /* the largest linear (14336 x 4096) in bf16, twice */
+    assert_int_equal(buffer, 2 * 14336ull * 4096 * 2);
+    for (size_t i = 0; i < l.n; i++)
+        assert_int_not_equal(l.v[i].request, buffer);
+    gm_est_segments_free(&l);
+}
+
 /* Where the replay does not apply, peak reserved is the factor rule's. */
 static void test_where_it_does_not_apply(void **state)
 {
@@ -1552,6 +1584,7 @@ int main(void)
         cmocka_unit_test(test_where_it_does_not_apply),
         cmocka_unit_test(test_segment_trace),
         cmocka_unit_test(test_segment_list),
+        cmocka_unit_test(test_dequant_buffer_two_tensors),
         cmocka_unit_test(test_model_upcast_loss_segments),
         cmocka_unit_test(test_loss_cache_block),
         cmocka_unit_test(test_loss_cache_block_foak_only),
