@@ -1850,8 +1850,9 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
         a->phase = (uint8_t)phase_of_raw((uint8_t)ana_phase_of_flags(fl));
     else
         a->phase = w->phase[a->alloc_event];
-    uint8_t free_phase = freed >= 0 ? w->phase[freed] : (uint8_t)GM_PHASE_OTHER;
-    int32_t free_it = iteration_of(w, freed);
+    /* (the free's phase and iteration are looked up only by the rules below that read them:
+     * most allocations are decided before, and a lookup is a random read of phase[] and a
+     * search of the iterations) */
     enum gm_category user_cat;
 
     /* the user's rules first, in their order (none given: no call per allocation) */
@@ -1889,7 +1890,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
     switch (a->phase) {
     case GM_PHASE_OPTIMIZER_STEP:
         /* Temporaries die in the step (or at least before the next iteration starts). */
-        if (freed >= 0 && (freed_in_run || (a_it >= 0 && free_it == a_it)))
+        if (freed >= 0 && (freed_in_run || (a_it >= 0 && iteration_of(w, freed) == a_it)))
             set_cat(a, GM_CATEGORY_OPTIMIZER_TEMP, GM_RULE_OPT_TEMP);
         else
             set_cat(a, GM_CATEGORY_OPTIMIZER_STATE, GM_RULE_OPT_STATE);
@@ -1900,11 +1901,13 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
         else
             set_cat(a, GM_CATEGORY_GRADIENT, GM_RULE_GRAD);
         return;
-    case GM_PHASE_FORWARD:
+    case GM_PHASE_FORWARD: {
         if (freed_in_run) {
             set_cat(a, GM_CATEGORY_OTHER, GM_RULE_TEMP_FORWARD);
-        } else if (freed >= 0 && free_phase == GM_PHASE_BACKWARD &&
-                   (from_start || free_it == a_it)) {
+            return;
+        }
+        int32_t free_it = iteration_of(w, freed);
+        if (freed >= 0 && w->phase[freed] == GM_PHASE_BACKWARD && (from_start || free_it == a_it)) {
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_SAVED);
         } else if (!w->has_backward) {
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD);
@@ -1918,6 +1921,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
             set_cat(a, GM_CATEGORY_OTHER, GM_RULE_KEPT_FORWARD);
         }
         return;
+    }
     default:
         break;
     }
@@ -1938,6 +1942,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
                 batch = it >= 0 && ss && ss->n_batches > 0 && ss->first_kept == a_it &&
                         ss->last_kept == a_it;
             } else {
+                int32_t free_it = iteration_of(w, freed);
                 batch = free_it >= 0 && free_it <= it + 1;
                 /* the batch of an inference loop without iterations: used by one forward */
                 if (it < 0)
