@@ -2947,14 +2947,53 @@ out:
 
 /* ---------------------------------------------------------------- driver */
 
-/* The iteration of event k (iteration_of()) when events are asked in ascending order:
- * found by stepping forward (*n: the iterations starting at or before the event asked
- * before, 0 at first). */
-static inline int32_t iteration_step(const struct gm_analysis_device *dev, size_t *n, int64_t k)
+/* A walk forward through runs that start in ascending order (the iterations, the phase
+ * runs), for events asked in ascending order: 'n' runs start at or before the event asked
+ * last, and 'next' is the start of the run after them (INT64_MAX: none), so that an event
+ * in the same run as the one before costs one comparison. */
+struct run_step {
+    const int64_t *first; /* the first run's start; the others 'stride' bytes apart */
+    size_t stride, n_runs;
+    size_t n;
+    int64_t next;
+};
+
+static inline int64_t run_start(const struct run_step *r, size_t i)
 {
-    while (*n < dev->n_iterations && dev->iterations[*n].first_event <= k)
-        ++*n;
-    return (int32_t)*n - 1;
+    return i < r->n_runs ? *(const int64_t *)(const void *)((const char *)r->first + i * r->stride)
+                         : INT64_MAX;
+}
+
+static inline void run_step_init(struct run_step *r, const int64_t *first, size_t stride,
+                                 size_t n_runs)
+{
+    r->first = first;
+    r->stride = stride;
+    r->n_runs = n_runs;
+    r->n = 0;
+    r->next = run_start(r, 0);
+}
+
+/* How many runs start at or before event k (an allocation's event: 32 bits, so below the
+ * INT64_MAX that ends the walk). */
+static GM_INLINE_ALWAYS size_t run_step(struct run_step *r, int32_t k)
+{
+    while (k >= r->next)
+        r->next = run_start(r, ++r->n);
+    return r->n;
+}
+
+/* The iterations of dev for iteration_step(). */
+static inline void iteration_step_init(struct run_step *r, const struct gm_analysis_device *dev)
+{
+    run_step_init(r, dev->n_iterations ? &dev->iterations[0].first_event : NULL,
+                  sizeof(dev->iterations[0]), dev->n_iterations);
+}
+
+/* The iteration of event k (iteration_of()) when events are asked in ascending order. */
+static GM_INLINE_ALWAYS int32_t iteration_step(struct run_step *r, int32_t k)
+{
+    return (int32_t)run_step(r, k) - 1;
 }
 
 /* How many allocations the device has: dev->allocs, or a diff's lite ones. */
@@ -2978,14 +3017,16 @@ static inline struct gm_analysis_alloc *alloc_at(const struct work *w, size_t i,
 static enum gm_status site_stats(struct work *w, struct gm_error *err)
 {
     const struct gm_analysis_device *dev = w->dev;
-    size_t n = 0, cap = 0, iv = 0;
+    size_t n = 0, cap = 0;
+    struct run_step iv;
     struct gm_analysis_alloc tmp;
+    iteration_step_init(&iv, dev);
     gm_map_init(&w->site_of, NULL);
     for (size_t i = 0; i < n_allocs(w); i++) {
         const struct gm_analysis_alloc *a = alloc_at(w, i, &tmp);
         if (a->alloc_event < 0)
             continue;
-        int32_t itv = iteration_step(dev, &iv, a->alloc_event);
+        int32_t itv = iteration_step(&iv, a->alloc_event);
         uint32_t si = ana_map_u32(&w->site_of, a->stack);
         if (si == NO_ALLOC) {
             if (!GM_VEC_RESERVE(w->sites, cap, n + 1, NULL))
@@ -3210,16 +3251,19 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto out;
     }
-    for (size_t i = 0, run = 0, iv = 0; i < n_allocs(&w); i++) {
+    struct run_step iv, runs;
+    iteration_step_init(&iv, dev);
+    /* the phase runs after the first: the run holding an event (runs cover the trace) is
+     * how many of them start at or before it */
+    run_step_init(&runs, dev->n_phases > 1 ? &dev->phases[1].first_event : NULL,
+                  sizeof(dev->phases[0]), dev->n_phases ? dev->n_phases - 1 : 0);
+    for (size_t i = 0; i < n_allocs(&w); i++) {
         struct gm_analysis_alloc tmp, *a = alloc_at(&w, i, &tmp);
-        int64_t k = a->alloc_event;
-        int32_t it = iteration_step(dev, &iv, k);
-        /* the run holding it (runs cover the trace), found by stepping forward:
-         * allocations are in event order */
-        while (k >= 0 && run + 1 < dev->n_phases && dev->phases[run + 1].first_event <= k)
-            run++;
+        int32_t k = a->alloc_event;
+        int32_t it = iteration_step(&iv, k);
+        /* (found by stepping forward: allocations are in event order) */
         if (!w.diff_only || class_counts(&w, a))
-            classify_alloc(&w, a, it, k < 0 ? SIZE_MAX : run);
+            classify_alloc(&w, a, it, k < 0 ? SIZE_MAX : run_step(&runs, k));
         if (a->stack || a->free_has_stack)
             dev->has_frames = true;
         if (w.diff_only && !diff_add(&w, &sums, a)) {
