@@ -1492,9 +1492,14 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         s.trace = NULL; /* owned by the analysis now */
         s.cap_trace = 0;
     }
-    for (size_t i = 0; i < w->n_free_of; i++) {
-        uint32_t v = w->free_of[i];
-        w->free_of[i] = (v & EARLY) ? (v & ~EARLY) : (uint32_t)(v + s.n_early);
+    /* the free order's indexes made those of dev->allocs (the early ones now in front);
+     * with no early allocation they are already */
+    if (s.n_early) {
+        uint32_t *fo = w->free_of;
+        for (size_t i = 0, nf = w->n_free_of; i < nf; i++) {
+            uint32_t v = fo[i];
+            fo[i] = (v & EARLY) ? (v & ~EARLY) : (uint32_t)(v + s.n_early);
+        }
     }
     goto out;
 stopped:
