@@ -1492,9 +1492,14 @@ static enum gm_status scan_trace(struct work *w, struct gm_error *err)
         s.trace = NULL; /* owned by the analysis now */
         s.cap_trace = 0;
     }
-    for (size_t i = 0; i < w->n_free_of; i++) {
-        uint32_t v = w->free_of[i];
-        w->free_of[i] = (v & EARLY) ? (v & ~EARLY) : (uint32_t)(v + s.n_early);
+    /* the free order's indexes made those of dev->allocs (the early ones now in front);
+     * with no early allocation they are already */
+    if (s.n_early) {
+        uint32_t *fo = w->free_of;
+        for (size_t i = 0, nf = w->n_free_of; i < nf; i++) {
+            uint32_t v = fo[i];
+            fo[i] = (v & EARLY) ? (v & ~EARLY) : (uint32_t)(v + s.n_early);
+        }
     }
     goto out;
 stopped:
@@ -1850,8 +1855,9 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
         a->phase = (uint8_t)phase_of_raw((uint8_t)ana_phase_of_flags(fl));
     else
         a->phase = w->phase[a->alloc_event];
-    uint8_t free_phase = freed >= 0 ? w->phase[freed] : (uint8_t)GM_PHASE_OTHER;
-    int32_t free_it = iteration_of(w, freed);
+    /* (the free's phase and iteration are looked up only by the rules below that read them:
+     * most allocations are decided before, and a lookup is a random read of phase[] and a
+     * search of the iterations) */
     enum gm_category user_cat;
 
     /* the user's rules first, in their order (none given: no call per allocation) */
@@ -1889,7 +1895,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
     switch (a->phase) {
     case GM_PHASE_OPTIMIZER_STEP:
         /* Temporaries die in the step (or at least before the next iteration starts). */
-        if (freed >= 0 && (freed_in_run || (a_it >= 0 && free_it == a_it)))
+        if (freed >= 0 && (freed_in_run || (a_it >= 0 && iteration_of(w, freed) == a_it)))
             set_cat(a, GM_CATEGORY_OPTIMIZER_TEMP, GM_RULE_OPT_TEMP);
         else
             set_cat(a, GM_CATEGORY_OPTIMIZER_STATE, GM_RULE_OPT_STATE);
@@ -1900,11 +1906,13 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
         else
             set_cat(a, GM_CATEGORY_GRADIENT, GM_RULE_GRAD);
         return;
-    case GM_PHASE_FORWARD:
+    case GM_PHASE_FORWARD: {
         if (freed_in_run) {
             set_cat(a, GM_CATEGORY_OTHER, GM_RULE_TEMP_FORWARD);
-        } else if (freed >= 0 && free_phase == GM_PHASE_BACKWARD &&
-                   (from_start || free_it == a_it)) {
+            return;
+        }
+        int32_t free_it = iteration_of(w, freed);
+        if (freed >= 0 && w->phase[freed] == GM_PHASE_BACKWARD && (from_start || free_it == a_it)) {
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_SAVED);
         } else if (!w->has_backward) {
             set_cat(a, GM_CATEGORY_ACTIVATION, GM_RULE_ACT_HELD);
@@ -1918,6 +1926,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
             set_cat(a, GM_CATEGORY_OTHER, GM_RULE_KEPT_FORWARD);
         }
         return;
+    }
     default:
         break;
     }
@@ -1938,6 +1947,7 @@ static void classify_alloc(struct work *w, struct gm_analysis_alloc *a, int32_t 
                 batch = it >= 0 && ss && ss->n_batches > 0 && ss->first_kept == a_it &&
                         ss->last_kept == a_it;
             } else {
+                int32_t free_it = iteration_of(w, freed);
                 batch = free_it >= 0 && free_it <= it + 1;
                 /* the batch of an inference loop without iterations: used by one forward */
                 if (it < 0)
@@ -2942,14 +2952,53 @@ out:
 
 /* ---------------------------------------------------------------- driver */
 
-/* The iteration of event k (iteration_of()) when events are asked in ascending order:
- * found by stepping forward (*n: the iterations starting at or before the event asked
- * before, 0 at first). */
-static inline int32_t iteration_step(const struct gm_analysis_device *dev, size_t *n, int64_t k)
+/* A walk forward through runs that start in ascending order (the iterations, the phase
+ * runs), for events asked in ascending order: 'n' runs start at or before the event asked
+ * last, and 'next' is the start of the run after them (INT64_MAX: none), so that an event
+ * in the same run as the one before costs one comparison. */
+struct run_step {
+    const int64_t *first; /* the first run's start; the others 'stride' bytes apart */
+    size_t stride, n_runs;
+    size_t n;
+    int64_t next;
+};
+
+static inline int64_t run_start(const struct run_step *r, size_t i)
 {
-    while (*n < dev->n_iterations && dev->iterations[*n].first_event <= k)
-        ++*n;
-    return (int32_t)*n - 1;
+    return i < r->n_runs ? *(const int64_t *)(const void *)((const char *)r->first + i * r->stride)
+                         : INT64_MAX;
+}
+
+static inline void run_step_init(struct run_step *r, const int64_t *first, size_t stride,
+                                 size_t n_runs)
+{
+    r->first = first;
+    r->stride = stride;
+    r->n_runs = n_runs;
+    r->n = 0;
+    r->next = run_start(r, 0);
+}
+
+/* How many runs start at or before event k (an allocation's event: 32 bits, so below the
+ * INT64_MAX that ends the walk). */
+static GM_INLINE_ALWAYS size_t run_step(struct run_step *r, int32_t k)
+{
+    while (k >= r->next)
+        r->next = run_start(r, ++r->n);
+    return r->n;
+}
+
+/* The iterations of dev for iteration_step(). */
+static inline void iteration_step_init(struct run_step *r, const struct gm_analysis_device *dev)
+{
+    run_step_init(r, dev->n_iterations ? &dev->iterations[0].first_event : NULL,
+                  sizeof(dev->iterations[0]), dev->n_iterations);
+}
+
+/* The iteration of event k (iteration_of()) when events are asked in ascending order. */
+static GM_INLINE_ALWAYS int32_t iteration_step(struct run_step *r, int32_t k)
+{
+    return (int32_t)run_step(r, k) - 1;
 }
 
 /* How many allocations the device has: dev->allocs, or a diff's lite ones. */
@@ -2973,14 +3022,16 @@ static inline struct gm_analysis_alloc *alloc_at(const struct work *w, size_t i,
 static enum gm_status site_stats(struct work *w, struct gm_error *err)
 {
     const struct gm_analysis_device *dev = w->dev;
-    size_t n = 0, cap = 0, iv = 0;
+    size_t n = 0, cap = 0;
+    struct run_step iv;
     struct gm_analysis_alloc tmp;
+    iteration_step_init(&iv, dev);
     gm_map_init(&w->site_of, NULL);
     for (size_t i = 0; i < n_allocs(w); i++) {
         const struct gm_analysis_alloc *a = alloc_at(w, i, &tmp);
         if (a->alloc_event < 0)
             continue;
-        int32_t itv = iteration_step(dev, &iv, a->alloc_event);
+        int32_t itv = iteration_step(&iv, a->alloc_event);
         uint32_t si = ana_map_u32(&w->site_of, a->stack);
         if (si == NO_ALLOC) {
             if (!GM_VEC_RESERVE(w->sites, cap, n + 1, NULL))
@@ -3205,16 +3256,19 @@ static enum gm_status analyse_device(const struct gm_analysis *an, size_t d,
         st = gm_fail(err, GM_ERR_NOMEM, GM_NO_OFFSET, "analysis: out of memory");
         goto out;
     }
-    for (size_t i = 0, run = 0, iv = 0; i < n_allocs(&w); i++) {
+    struct run_step iv, runs;
+    iteration_step_init(&iv, dev);
+    /* the phase runs after the first: the run holding an event (runs cover the trace) is
+     * how many of them start at or before it */
+    run_step_init(&runs, dev->n_phases > 1 ? &dev->phases[1].first_event : NULL,
+                  sizeof(dev->phases[0]), dev->n_phases ? dev->n_phases - 1 : 0);
+    for (size_t i = 0; i < n_allocs(&w); i++) {
         struct gm_analysis_alloc tmp, *a = alloc_at(&w, i, &tmp);
-        int64_t k = a->alloc_event;
-        int32_t it = iteration_step(dev, &iv, k);
-        /* the run holding it (runs cover the trace), found by stepping forward:
-         * allocations are in event order */
-        while (k >= 0 && run + 1 < dev->n_phases && dev->phases[run + 1].first_event <= k)
-            run++;
+        int32_t k = a->alloc_event;
+        int32_t it = iteration_step(&iv, k);
+        /* (found by stepping forward: allocations are in event order) */
         if (!w.diff_only || class_counts(&w, a))
-            classify_alloc(&w, a, it, k < 0 ? SIZE_MAX : run);
+            classify_alloc(&w, a, it, k < 0 ? SIZE_MAX : run_step(&runs, k));
         if (a->stack || a->free_has_stack)
             dev->has_frames = true;
         if (w.diff_only && !diff_add(&w, &sums, a)) {

@@ -117,8 +117,19 @@ void ana_classifier_release(struct ana_classifier *c);
 uint16_t ana_frame_flags(const struct gm_snapshot_frame *f);
 
 /* ORed flags of a stack; FR_BACKWARD also when the outermost Python frame is in
- * torch/autograd (a Python function called by the engine thread). Cached. */
-uint16_t ana_stack_flags(struct ana_classifier *c, uint32_t stack);
+ * torch/autograd (a Python function called by the engine thread). Cached: a stack's first
+ * ask computes them (ana_stack_flags_compute(), classify.c), every later one reads the
+ * cache here without a call (the analysis asks once per allocation). */
+uint16_t ana_stack_flags_compute(struct ana_classifier *c, uint32_t stack);
+static inline uint16_t ana_stack_flags(struct ana_classifier *c, uint32_t stack)
+{
+    if (stack < c->snap->n_stacks) {
+        uint16_t cached = c->stack_flags[stack];
+        if (cached & FR_STACK_DONE)
+            return (uint16_t)(cached & ~FR_STACK_DONE);
+    }
+    return ana_stack_flags_compute(c, stack);
+}
 
 /* The frame that called the model: the first Python frame outside the outermost module
  * call of 'stack' (ANA_NO_FRAME when there is none). Cached. */

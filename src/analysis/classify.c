@@ -319,7 +319,7 @@ void ana_classifier_release(struct ana_classifier *c)
     c->caller = NULL;
 }
 
-uint16_t ana_stack_flags(struct ana_classifier *c, uint32_t stack)
+uint16_t ana_stack_flags_compute(struct ana_classifier *c, uint32_t stack)
 {
     const struct gm_snapshot *snap = c->snap;
     if (stack >= snap->n_stacks)
