@@ -394,7 +394,8 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
 
 /* The events of a batch wait in the stream's buffer (struct stream) until the batch is
  * committed, then go to the packed trace, the sums and the trace's consumers (the
- * timeline's fold among them; snapshot_int.h) in one loop each.  A writer's batches hold
+ * timeline's fold among them; snapshot_int.h) in one loop each, the consumers' through
+ * pipe.c (inline, or on a worker thread that takes the buffer with it).  A writer's batches hold
  * 1000 entries; a longer one (a list of shared memo references, say) is written out
  * provisionally every FOLD_BATCH_MAX events, and the consumers are abandoned: their work
  * is done from the stored trace after the load.  The consumers of all traces together may
