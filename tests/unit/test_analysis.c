@@ -3266,7 +3266,7 @@ static void test_first_pass_out_of_memory_while_widening_stacks(void **state)
     widen_real = pass->ops;
     counted.events = widen_counted_events;
     o.consumer = &counting;
-    o.threads = 1; /* (the allocations are counted on this thread: the pass runs on it) */
+    o.threads = 1;           /* (the allocations are counted on this thread: the pass runs on it) */
     gm_alloc_fail_after(-1); /* (counts from here) */
     assert_int_equal(gm_snapshot_load_mem(buf, len, &o, &s, &err), GM_OK);
     gm_snapshot_free(s);
