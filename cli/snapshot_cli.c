@@ -237,6 +237,9 @@ static int many_init(struct many *m, const char *cmd, char *const *paths, size_t
     if (m->digests)
         memset(m->digests, 0, n * sizeof(*m->digests));
     load_opts(&m->opts, o, reader);
+    /* several files load side by side, a thread a core: each load's consumers on its thread */
+    if (n > 1)
+        m->opts.threads = 1;
     if (n == 1 && cli_stderr_is_tty()) {
         /* progress only when one file is read */
         static struct progress pr;

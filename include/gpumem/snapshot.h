@@ -456,6 +456,12 @@ struct gm_snapshot_opts {
      * timeline_only or a memory_limit (a limit fails the same loads with it or without); over
      * the default limit the input is read again with its events, whose failure is told. */
     bool consume_events;
+    /* Where the work done on the events while the file is read (the timeline's fold,
+     * 'consumer') runs: 0, on a second thread, beside the reading, when the process may
+     * run on two CPUs or more (its affinity) and the input is not small, else on the
+     * loading thread; 1, on the loading thread; 2 or more, on a second thread always.  The
+     * results are the same either way. */
+    unsigned threads;
 };
 
 /* Load the snapshot pickle at 'path' (mapped, not copied; a gzip'd file is inflated into

@@ -44,6 +44,11 @@ long gm_alloc_count(void)
     return n_calls;
 }
 
+bool gm_alloc_injecting(void)
+{
+    return fail_after >= 0;
+}
+
 bool gm_alloc_inject_failure(void)
 {
     n_calls++;

@@ -73,4 +73,9 @@ void gm_big_free(void *p, size_t bytes);
  * allocation is to fail.  For allocators that do not go through gm_malloc(). */
 bool gm_alloc_inject_failure(void);
 
+/* Whether the allocation-failure hook is armed on this thread (a test is failing the Nth
+ * allocation): work that would go to another thread, whose allocations the hook does not
+ * see, is then done on this one. */
+bool gm_alloc_injecting(void);
+
 #endif

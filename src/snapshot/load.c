@@ -227,6 +227,7 @@ static enum gm_status build(struct builder *b, pk_val root)
 
 static void builder_release(struct builder *b)
 {
+    snap_pipe_end(b); /* (a parse cut short: the file shrank under the mapping) */
     snap_trace_reader_release(&b->tr);
     snap_interner_release(&b->in);
 }
@@ -289,6 +290,8 @@ static void read_input(void *ctx)
     struct load_run *r = ctx;
     struct builder *b = r->b;
     r->st = pk_parse(r->doc, r->data, r->len, r->po, b->err);
+    /* the consumers have seen every batch: the build reads their states */
+    snap_pipe_end(b);
     if (r->st != GM_OK)
         return;
     b->impl->pub.protocol = r->doc->protocol;
@@ -373,6 +376,7 @@ static enum gm_status load_once(const void *data, size_t len, const struct gm_sn
     impl->pub.events_dropped = b->drop_events;
     b->consume = consumes(opts);
     snap_trace_consumers_init(b, opts ? opts->consumer : NULL);
+    snap_pipe_start(b, opts ? opts->threads : 0, len);
     po.drop_behind = mapped;
 
     /* stack id 0 is the empty stack */

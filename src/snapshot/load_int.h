@@ -290,11 +290,12 @@ struct builder {
     struct trace_reader tr;
     struct gm_snapshot_consumer consumers[SNAP_MAX_CONSUMERS]; /* of every device trace */
     size_t n_consumers;
-    bool drop_events; /* gm_snapshot_opts.drop_events, or timeline_only: keep no event */
-    bool fold_only;   /* timeline_only (without drop_events): the device traces are folded */
-    bool consume;     /* consume_events (with a consumer, neither of the above): the device
-                         traces' events go to the consumers, a few kept aside, none stored */
-    bool limit_given; /* the memory limit is the caller's, not the default */
+    struct snap_pipe *pipe; /* the consumers' worker thread (pipe.c), or NULL: inline */
+    bool drop_events;       /* gm_snapshot_opts.drop_events, or timeline_only: keep no event */
+    bool fold_only;         /* timeline_only (without drop_events): the device traces are folded */
+    bool consume;           /* consume_events (with a consumer, neither of the above): the device
+                               traces' events go to the consumers, a few kept aside, none stored */
+    bool limit_given;       /* the memory limit is the caller's, not the default */
     /* generation evidence */
     bool any_history, any_block_frames, any_seg_g2, any_time, any_compile_ctx, any_user_meta,
         any_g9, settings_g7, settings_cuda, settings_generic_conf;
@@ -385,6 +386,26 @@ enum gm_status snap_read_segments(struct builder *b, pk_val segments);
 enum gm_status snap_read_host_segments(struct builder *b, pk_val segments);
 enum gm_status snap_read_settings(struct builder *b, pk_val v);
 enum gm_status snap_read_annotations(struct builder *b, pk_val v);
+
+/* pipe.c: every call of the consumers (builder.consumers[]) of a load, inline or, from
+ * snap_pipe_start() to snap_pipe_end(), in the same order on one worker thread. */
+struct snap_pipe;
+/* A worker for the load (b->pipe) when 'threads' (gm_snapshot_opts.threads) asks for one
+ * or leaves it to the load, of 'len' bytes of pickle, and the process may use two CPUs or
+ * more; none when there are no consumers, the allocation-failure hook is armed or the
+ * thread cannot be made (the consumers then run inline). */
+void snap_pipe_start(struct builder *b, unsigned threads, size_t len);
+/* Open the consumers of new stream 'str', device 'index' (stream.consumer[]). */
+void snap_pipe_open(struct builder *b, struct stream *str, uint32_t index);
+/* The committed batch str->prov_ev[0..prov) to every consumer of 'str' in order, and to
+ * the events it keeps aside ('ooms': the batch holds out-of-memory events).  With a worker
+ * the buffer goes with the job and str->prov_ev is another (contents undefined). */
+void snap_pipe_events(struct builder *b, struct stream *str, bool ooms);
+/* No more events for the consumers of 'str' (a batch written out before its end). */
+void snap_pipe_abandon(struct builder *b, struct stream *str);
+/* Every job done and the worker gone (none: nothing to do); before anything reads a
+ * consumer's state or the streams are released.  Again: nothing. */
+void snap_pipe_end(struct builder *b);
 
 /* trace.c */
 extern const struct pk_stream snap_trace_stream_ops;

@@ -394,7 +394,8 @@ static inline bool flat_event(struct builder *b, const struct pk_record *r,
 
 /* The events of a batch wait in the stream's buffer (struct stream) until the batch is
  * committed, then go to the packed trace, the sums and the trace's consumers (the
- * timeline's fold among them; snapshot_int.h) in one loop each.  A writer's batches hold
+ * timeline's fold among them; snapshot_int.h) in one loop each, the consumers' through
+ * pipe.c (inline, or on a worker thread that takes the buffer with it).  A writer's batches hold
  * 1000 entries; a longer one (a list of shared memo references, say) is written out
  * provisionally every FOLD_BATCH_MAX events, and the consumers are abandoned: their work
  * is done from the stored trace after the load.  The consumers of all traces together may
@@ -423,10 +424,7 @@ static struct stream *stream_of(struct builder *b, uint32_t index)
         /* consume_events: the consumers take the events, a few are kept aside (side.c) */
         str->w.count_only = b->drop_events || b->consume;
         str->side.budget.shared = &b->impl->consumers;
-        /* a consumer that cannot be made (out of memory) leaves its work to the stored trace */
-        for (size_t i = 0; i < b->n_consumers; i++)
-            str->consumer[i] = b->consumers[i].ops->open(b->consumers[i].ctx, index,
-                                                         &b->impl->consumers, &str->w.pk);
+        snap_pipe_open(b, str, index);
     }
     return *sp;
 }
@@ -457,12 +455,7 @@ static enum gm_status on_record(void *ctx, uint32_t index, const struct pk_recor
         write_buffered(str);
         str->flushed += str->prov;
         str->prov = 0;
-        str->side.broken = true; /* (the consumers give up below: the trace is kept instead) */
-        for (size_t i = 0; i < b->n_consumers; i++) {
-            if (str->consumer[i])
-                b->consumers[i].ops->abandon(str->consumer[i]);
-            str->consumer[i] = NULL;
-        }
+        snap_pipe_abandon(b, str); /* the trace is kept instead */
     }
     if (str->prov == str->cap_prov_ev &&
         !GM_VEC_RESERVE(str->prov_ev, str->cap_prov_ev, str->prov + 1, NULL))
@@ -499,12 +492,7 @@ static void on_batch_end(void *ctx, uint32_t index, bool commit)
     if (commit) {
         uint64_t ooms = str->w.n_actions[GM_ACTION_OOM];
         write_buffered(str);
-        for (size_t i = 0; i < b->n_consumers; i++)
-            if (str->consumer[i])
-                b->consumers[i].ops->events(str->consumer[i], str->prov_ev, str->prov);
-        if (b->consume)
-            (void)snap_side_add(&str->side, str->prov_ev, str->prov,
-                                str->w.n_actions[GM_ACTION_OOM] != ooms);
+        snap_pipe_events(b, str, str->w.n_actions[GM_ACTION_OOM] != ooms);
         str->unknown += str->prov_unknown;
         snap_ev_sums_merge(&str->sums, &str->prov_sums);
     } else if (str->flushed) {

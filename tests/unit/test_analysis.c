@@ -2920,6 +2920,91 @@ static void test_first_pass_on_real_files_equals_the_walk(void **state)
     each_real_snapshot(first_pass_agrees_file);
 }
 
+/* A load whose consumers run on a worker thread (gm_snapshot_opts.threads 2) equals the inline
+ * one (threads 1) of 'len' bytes at 'buf': with the first pass, keeping the events or not
+ * (consume_events), the same memory, the same events kept, and analyses (their documents with
+ * the series, the allocation and stream records) alike. */
+static void threads_agree(const char *buf, size_t len, const char *name)
+{
+    for (int consume = 0; consume < 2; consume++) {
+        struct gm_snapshot_opts o;
+        struct gm_snapshot *s[2];
+        struct gm_analysis *a[2];
+        struct gm_error err;
+        memset(&o, 0, sizeof(o));
+        o.consumer = gm_analysis_first_pass_consumer();
+        o.consume_events = consume;
+        for (unsigned t = 0; t < 2; t++) {
+            o.threads = t + 1;
+            assert_int_equal(gm_snapshot_load_mem(buf, len, &o, &s[t], &err), GM_OK);
+        }
+        assert_true(s[0]->memory_bytes == s[1]->memory_bytes);
+        assert_true(s[0]->events_consumed == s[1]->events_consumed);
+        assert_int_equal(s[0]->n_devices, s[1]->n_devices);
+        for (size_t d = 0; d < s[0]->n_devices; d++) {
+            const struct gm_snapshot_packed *p = s[0]->devices[d].packed,
+                                            *q = s[1]->devices[d].packed;
+            assert_true(!p == !q);
+            if (!p)
+                continue;
+            assert_int_equal(p->n_events, q->n_events);
+            assert_int_equal(p->n_bytes, q->n_bytes);
+            assert_true(!p->consumed == !q->consumed);
+            assert_int_equal(p->n_side, q->n_side);
+            if (p->n_bytes && memcmp(p->bytes, q->bytes, p->n_bytes))
+                fail_msg("%s device %zu: the packed events differ with threads", name, d);
+            if (p->n_side && memcmp(p->side, q->side, p->n_side * sizeof(*p->side)))
+                fail_msg("%s device %zu: the events kept aside differ with threads", name, d);
+        }
+        for (int t = 0; t < 2; t++)
+            assert_int_equal(gm_analysis_run(s[t], NULL, &a[t], &err), GM_OK);
+        analyses_equal(a[0], a[1], true, name);
+        for (int t = 0; t < 2; t++) {
+            gm_analysis_free(a[t]);
+            gm_snapshot_free(s[t]);
+        }
+    }
+}
+
+static void threads_agree_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    n = ftell(f);
+    assert_true(n >= 0);
+    rewind(f);
+    assert_non_null(buf = malloc((size_t)n + 1));
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    threads_agree(buf, (size_t)n, path);
+    free(buf);
+}
+
+/* the same on the example (with phases) and a trace with out-of-memory events and a step
+ * back in time */
+static void test_threads_equal_inline(void **state)
+{
+    char *buf;
+    size_t len;
+    (void)state;
+    gm_snapshot_free(load_example(true, &buf, &len));
+    threads_agree(buf, len, "the example with phases");
+    free(buf);
+    write_ooms_trace(&buf, &len, 600, OOMS_BACK);
+    threads_agree(buf, len, "the ooms trace");
+    free(buf);
+}
+
+/* the same on every real snapshot (one of three devices among them) */
+static void test_threads_equal_inline_real_files(void **state)
+{
+    (void)state;
+    each_real_snapshot(threads_agree_file);
+}
+
 /* The kinds of times of write_streams_and_steps(). */
 enum steps_times {
     STEPS_PLAIN, /* every 10 us, the ranges' ends among them */
@@ -3181,6 +3266,7 @@ static void test_first_pass_out_of_memory_while_widening_stacks(void **state)
     widen_real = pass->ops;
     counted.events = widen_counted_events;
     o.consumer = &counting;
+    o.threads = 1;           /* (the allocations are counted on this thread: the pass runs on it) */
     gm_alloc_fail_after(-1); /* (counts from here) */
     assert_int_equal(gm_snapshot_load_mem(buf, len, &o, &s, &err), GM_OK);
     gm_snapshot_free(s);
@@ -4173,6 +4259,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_default_device_ties_and_empty_devices),
     cmocka_unit_test(test_first_pass_blocks_from_the_start_per_device),
     cmocka_unit_test(test_first_pass_pairs_events_with_the_folds_map),
+    cmocka_unit_test(test_threads_equal_inline),
 };
 
 /* real snapshots */
@@ -4180,6 +4267,7 @@ static const struct CMUnitTest third_party_tests[] = {
     cmocka_unit_test(test_peaks_of_real_files_from_the_analysis_match_the_timeline),
     cmocka_unit_test(test_diff_analysis_of_real_files_equals_the_full_one),
     cmocka_unit_test(test_first_pass_on_real_files_equals_the_walk),
+    cmocka_unit_test(test_threads_equal_inline_real_files),
 };
 
 GM_TEST_MAIN(tests, third_party_tests)

@@ -18,6 +18,7 @@
 #include "testdata.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1572,6 +1573,174 @@ static void test_consume_long_batch(void **state)
     free(data);
 }
 
+/* ---- the consumers on a worker thread (gm_snapshot_opts.threads, pipe.c) ---- */
+
+/* A consumer that logs every call it gets: which, for which device, the events' count and
+ * a hash of their bytes, and whether it ran on the loading thread.  It asserts nothing
+ * itself (it may run on another thread). */
+enum call_kind { CALL_OPEN, CALL_EVENTS, CALL_ABANDON };
+struct call {
+    enum call_kind kind;
+    uint32_t index;
+    size_t n;
+    uint64_t hash;
+};
+struct call_log {
+    pthread_t loader;
+    struct call calls[4096];
+    size_t n;
+    size_t on_loader, off_loader; /* calls on the loading thread, on another */
+    struct log_state {
+        struct call_log *l;
+        uint32_t index;
+    } st[8]; /* the states open() hands out, by device */
+};
+
+static void log_call(struct call_log *l, enum call_kind kind, uint32_t index, size_t n,
+                     uint64_t hash)
+{
+    if (pthread_equal(pthread_self(), l->loader))
+        l->on_loader++;
+    else
+        l->off_loader++;
+    if (l->n < sizeof(l->calls) / sizeof(l->calls[0]))
+        l->calls[l->n++] = (struct call){kind, index, n, hash};
+}
+
+static void *log_open(void *ctx, uint32_t index, struct gm_budget *shared,
+                      struct gm_snapshot_packed *pk)
+{
+    struct call_log *l = ctx;
+    (void)shared;
+    (void)pk;
+    log_call(l, CALL_OPEN, index, 0, 0);
+    if (index >= 8)
+        return NULL;
+    l->st[index] = (struct log_state){l, index};
+    return &l->st[index];
+}
+
+static void log_events(void *state, const struct gm_snapshot_event *ev, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = (const uint8_t *)&ev[i];
+        for (size_t j = 0; j < offsetof(struct gm_snapshot_event, flags) + 1; j++)
+            h = (h ^ p[j]) * 1099511628211ULL;
+    }
+    const struct log_state *st = state;
+    log_call(st->l, CALL_EVENTS, st->index, n, h);
+}
+
+static void log_abandon(void *state)
+{
+    const struct log_state *st = state;
+    log_call(st->l, CALL_ABANDON, st->index, 0, 0);
+}
+
+static void log_release(void *state)
+{
+    (void)state;
+}
+
+static const struct snap_consumer_ops log_ops = {log_open, log_events, log_abandon, log_release,
+                                                 NULL};
+
+/* The load of data[0..len) with 'threads' and the logging consumer into *l. */
+static struct gm_snapshot *load_logged(const uint8_t *data, size_t len, unsigned threads,
+                                       struct call_log *l)
+{
+    struct gm_snapshot_consumer c = {&log_ops, l};
+    struct gm_snapshot_opts o = {0};
+    struct gm_snapshot *s;
+    struct gm_error err;
+    memset(l, 0, sizeof(*l));
+    l->loader = pthread_self();
+    o.consumer = &c;
+    o.threads = threads;
+    assert_int_equal(gm_snapshot_load_mem(data, len, &o, &s, &err), GM_OK);
+    return s;
+}
+
+/* A load of data[0..len) whose consumers run on the worker thread (threads 2) gives each
+ * consumer the same calls in the same order with the same events as an inline load
+ * (threads 1), all of them on the other thread, and the same snapshot (memory, timelines);
+ * 'abandoned': the consumers are abandoned (a batch longer than the loader waits for).
+ * Inline (threads 1, a small file with threads 0, or the allocation-failure hook armed)
+ * every call is on the loading thread. */
+static void worker_agrees(const uint8_t *data, size_t len, bool abandoned)
+{
+    static struct call_log inl, thr;
+    struct gm_snapshot *a, *b;
+    bool any_abandon = false;
+    a = load_logged(data, len, 1, &inl);
+    b = load_logged(data, len, 2, &thr);
+    assert_true(inl.n > 0 && inl.n < sizeof(inl.calls) / sizeof(inl.calls[0]));
+    assert_int_equal(inl.n, thr.n);
+    assert_memory_equal(inl.calls, thr.calls, inl.n * sizeof(inl.calls[0]));
+    assert_int_equal(inl.off_loader, 0);
+    assert_int_equal(thr.on_loader, 0);
+    assert_int_equal(thr.off_loader, inl.on_loader);
+    for (size_t i = 0; i < inl.n; i++)
+        any_abandon |= inl.calls[i].kind == CALL_ABANDON;
+    assert_true(any_abandon == abandoned);
+    assert_true(a->memory_bytes == b->memory_bytes);
+    assert_int_equal(a->n_devices, b->n_devices);
+    for (size_t d = 0; d < a->n_devices; d++) {
+        struct gm_snapshot_timeline ta, tb;
+        struct gm_error err;
+        assert_int_equal(a->devices[d].n_events, b->devices[d].n_events);
+        assert_true(snap_fold_ready(&a->devices[d]) == snap_fold_ready(&b->devices[d]));
+        assert_int_equal(gm_snapshot_timeline(a, a->devices[d].index, 0, &ta, &err), GM_OK);
+        assert_int_equal(gm_snapshot_timeline(b, b->devices[d].index, 0, &tb, &err), GM_OK);
+        assert_true(ta.peak_bytes == tb.peak_bytes && ta.final_bytes == tb.final_bytes &&
+                    ta.peak_event_index == tb.peak_event_index &&
+                    ta.peak_reserved_bytes == tb.peak_reserved_bytes &&
+                    ta.n_allocs_matched == tb.n_allocs_matched);
+        gm_snapshot_timeline_release(&ta);
+        gm_snapshot_timeline_release(&tb);
+    }
+    gm_snapshot_free(a);
+    gm_snapshot_free(b);
+    /* a small file, threads left to the load: inline */
+    gm_snapshot_free(load_logged(data, len, 0, &thr));
+    assert_true(thr.on_loader == inl.on_loader && thr.off_loader == 0);
+    /* the allocation-failure hook armed (far from failing): inline */
+    gm_alloc_fail_after(1L << 40);
+    gm_snapshot_free(load_logged(data, len, 2, &thr));
+    gm_alloc_fail_after(-1);
+    assert_true(thr.on_loader == inl.on_loader && thr.off_loader == 0);
+}
+
+/* the same on a trace of one long batch (the consumers abandoned mid-trace) and of short ones */
+static void test_consumers_on_a_worker(void **state)
+{
+    size_t len;
+    uint8_t *data = write_one_batch(6000, SIZE_MAX, &len);
+    (void)state;
+    worker_agrees(data, len, true);
+    free(data);
+    data = write_one_batch(3000, SIZE_MAX, &len);
+    worker_agrees(data, len, false);
+    free(data);
+}
+
+/* the same on real files: one of three devices (each device's consumers opened and fed in
+ * turn), one of one */
+static void test_consumers_on_a_worker_real_files(void **state)
+{
+    static const char *const names[] = {"g6_compile_ctx_3dev_expandable_oom.pickle",
+                                        "g3_time_us_snapshot_actions.pickle"};
+    (void)state;
+    for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
+        size_t len;
+        uint8_t *data = read_real(names[f], &len);
+        assert_non_null(data);
+        worker_agrees(data, len, false);
+        free(data);
+    }
+}
+
 static void test_passes_real_files(void **state)
 {
     static const char *const names[] = {
@@ -1740,6 +1909,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_timeline_only),
     cmocka_unit_test(test_side_records),
     cmocka_unit_test(test_consume_long_batch),
+    cmocka_unit_test(test_consumers_on_a_worker),
     cmocka_unit_test(test_user_frames),
     cmocka_unit_test(test_stack_view),
     cmocka_unit_test(test_spool_bound),
@@ -1753,6 +1923,7 @@ static const struct CMUnitTest third_party_tests[] = {
     cmocka_unit_test(test_real_file_prefixes),
     cmocka_unit_test(test_real_file_flips),
     cmocka_unit_test(test_passes_real_files),
+    cmocka_unit_test(test_consumers_on_a_worker_real_files),
 };
 
 GM_TEST_MAIN(tests, third_party_tests)
