@@ -274,6 +274,8 @@ struct est_layer_cfg {
     double ea;                /* bytes of the compute dtype: matmul inputs and outputs */
     double er;                /* bytes of the residual stream: the norms' inputs */
     bool eager;               /* eager attention: the s x s scores are kept */
+    bool kv_repeated;         /* the kernel gets K/V expanded to every query head (HF's
+                                 repeat_kv before SDPA/flash: est_hf_repeats_kv()) */
     uint64_t seq;             /* tokens per sequence (the attention span) */
     bool norms_trainable;     /* norm weights get gradients (full training) */
     unsigned keeps_in;        /* enum gm_lora_target flags: matmuls whose input is saved (their
@@ -348,6 +350,9 @@ enum est_hf_loss {
     EST_HF_LOSS_INLINE,   /* nn.CrossEntropyLoss on a shifted copy of the compute-dtype logits */
 };
 enum est_hf_loss est_hf_loss_form(const struct gm_job *job, const struct gm_model *m);
+/* Whether transformers' attention class of 'm' expands K/V to every query head (repeat_kv)
+ * before its SDPA or flash kernel, which then saves the expanded copies for backward. */
+bool est_hf_repeats_kv(const struct gm_job *job, const struct gm_model *m);
 /* FSDP1 under the HF stack (stage_parallel.c) */
 bool est_fsdp1_hf(const struct gm_job *job);
 /* Whether the HF Trainer's forward returns an fp32 copy of every 16-bit output (mixed

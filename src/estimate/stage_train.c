@@ -245,8 +245,9 @@ double est_layer_saved_per_token(const struct gm_model *m, const struct est_laye
     est_geom(m, &g); /* widths by layer kind: GQA, MLA, dense / expert MLPs (arch.c) */
     q = g.q;
     kv = g.k;
-    k_saved = (c->eager && kv < q) ? q : kv; /* eager GQA saves repeated K/V */
-    v_saved = (c->eager && g.v < g.o_in) ? g.o_in : g.v;
+    /* eager GQA, and SDPA/flash fed by repeat_kv, save the repeated K/V */
+    k_saved = ((c->eager || c->kv_repeated) && kv < q) ? q : kv;
+    v_saved = ((c->eager || c->kv_repeated) && g.v < g.o_in) ? g.o_in : g.v;
     attn = norm_saved(m, c) + ((in & GM_LORA_QKV_IN) ? ea * h : 0.0);
     attn += ea * (q + k_saved + v_saved) + drop_h; /* q, k, v as attention keeps them */
     /* MLA: the low-rank latents are the inputs of the up-projections */
@@ -602,6 +603,25 @@ enum est_hf_loss est_hf_loss_form(const struct gm_job *j, const struct gm_model 
         if (hf_loss_forms[i].arch == m->arch)
             return v < hf_loss_forms[i].until ? hf_loss_forms[i].form : EST_HF_LOSS_FUNCTION;
     return EST_HF_LOSS_FUNCTION;
+}
+
+/* The transformers releases whose SDPA and flash attention classes expand K/V with
+ * repeat_kv before the kernel (exclusive bound: 4.48.0 moved them to the shared attention
+ * functions, integrations/flash_attention.py passing K/V as they are).  MistralFlashAttention2
+ * and MistralSdpaAttention call repeat_kv(key_states, self.num_key_value_groups) before
+ * _flash_attention_forward / scaled_dot_product_attention (modeling_mistral.py, read at
+ * 005a187e, the 4.45 line; Mistral is in transformers since 4.34); MixtralFlashAttention2 is
+ * "Copied from ...MistralFlashAttention2 with Mistral->Mixtral".  LlamaFlashAttention2 of the
+ * same releases passes the KV heads as they are; Llama's SDPA class repeats, which the one
+ * sdpa/flash setting cannot tell apart, so it has no entry (docs/estimate.md). */
+#define HF_ATTN_REFACTOR GM_VERSION(4, 48, 0)
+
+bool est_hf_repeats_kv(const struct gm_job *j, const struct gm_model *m)
+{
+    uint32_t v = j->stack.transformers;
+    return m && v && v < HF_ATTN_REFACTOR && j->stack.model_impl == GM_MODEL_IMPL_HF &&
+           (m->arch == GM_ARCH_MISTRAL || m->arch == GM_ARCH_MIXTRAL) && m->n_kv_heads &&
+           m->n_kv_heads < m->n_heads;
 }
 
 /* Whether the model returns every layer's key/value in training: GPTBigCodeModel (before its
@@ -976,6 +996,7 @@ static struct est_layer_cfg job_layer_cfg(struct est_ctx *cx, double ea, double 
     if (cx->m && cx->m->head == GM_HEAD_SEQ2SEQ_LM)
         c.target = j->workload.target_seq;
     c.one_op_gelu = j->stack.model_impl == GM_MODEL_IMPL_LITGPT;
+    c.kv_repeated = est_hf_repeats_kv(j, cx->m);
     c.sac_attn_recomputed = est_titan_sac_recomputes_attention(j);
     /* an HF model's code (the version given) runs its experts one after another */
     c.expert_loop = j->stack.transformers != 0;
@@ -1333,6 +1354,12 @@ static enum gm_status train_arch(struct est_ctx *cx, struct gm_error *err)
     if (torchtune_compiles_loss(j) && j->memory.loss == GM_LOSS_FULL)
         est_assume(e, "torchtune compiles the whole loss on fp32 logits (_compile.py compile_loss "
                       "else branch): sized uncompiled, maybe above what Inductor keeps");
+    if (lc.kv_repeated && !lc.eager)
+        est_assume(e,
+                   "transformers before 4.48: the %s SDPA/flash class expands K/V from %llu to "
+                   "%llu heads (repeat_kv) before the kernel, which saves the expanded copies",
+                   gm_arch_name(m->arch), (unsigned long long)m->n_kv_heads,
+                   (unsigned long long)m->n_heads);
     if (hf_returns_kv_in_training(j, m))
         est_assume(e, "GPTBigCode before transformers 4.54 keeps config.use_cache in training: "
                       "each layer's key/value (a view of its c_attn output) is returned and held "

@@ -1283,6 +1283,48 @@ static void test_fused_lora_saves_dropped_inputs(void **state)
     assert_int_equal(named(with, "lora_recomputed")->bytes, named(base, "lora_recomputed")->bytes);
 }
 
+/* HF's Mistral and Mixtral attention before transformers 4.48 (MistralFlashAttention2 and
+ * MistralSdpaAttention, modeling_mistral.py of the 4.45 line; Mixtral's class is copied from
+ * it) expand K/V with repeat_kv from 8 to 32 heads before the kernel, which saves the expanded
+ * copies for backward.  With full checkpointing one recomputed layer holds them: 2 x (32 - 8)
+ * x 128 x 2 B = 12,288 B a token more than the 8 heads, at 4.45.2 and not at 4.48.1 (the
+ * shared attention functions pass K/V as they are), and never on Llama-3-8B, whose
+ * LlamaFlashAttention2 passes the KV heads as they are. */
+static void test_hf_mistral_repeat_kv_saved(void **state)
+{
+    const uint64_t T = 2 * 4096, per_token = 2 * (32 - 8) * 128 * 2;
+    static const char *const job = TRAIN8B " --grad-checkpointing full --lora --precision bf16";
+    static const char *const models[] = {"mistral-7b", "mixtral-8x7b"};
+    char settings[256];
+    (void)state;
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        snprintf(settings, sizeof settings, "%s --transformers-version 4.48.1", job);
+        run(models[i], settings, &base);
+        snprintf(settings, sizeof settings, "%s --transformers-version 4.45.2", job);
+        run(models[i], settings, &with);
+        assert_int_equal(named(with, "recomputed_layer")->bytes -
+                             named(base, "recomputed_layer")->bytes,
+                         T * per_token);
+    }
+    /* eager attention saved the repeated K/V already: no change by version */
+    run("mistral-7b",
+        TRAIN8B " --grad-checkpointing full --lora --precision bf16 --attention eager "
+                "--transformers-version 4.48.1",
+        &base);
+    run("mistral-7b",
+        TRAIN8B " --grad-checkpointing full --lora --precision bf16 --attention eager "
+                "--transformers-version 4.45.2",
+        &with);
+    assert_int_equal(named(with, "recomputed_layer")->bytes,
+                     named(base, "recomputed_layer")->bytes);
+    run("llama-3-8b", TRAIN8B " --grad-checkpointing full --lora --transformers-version 4.48.1",
+        &base);
+    run("llama-3-8b", TRAIN8B " --grad-checkpointing full --lora --transformers-version 4.45.2",
+        &with);
+    assert_int_equal(named(with, "recomputed_layer")->bytes,
+                     named(base, "recomputed_layer")->bytes);
+}
+
 /* LoRA on a fused q/k/v projection (PEFT's c_attn, query_key_value, qkv_proj): one adapter
  * of r x (hidden + q + 2 kv) per layer, not three of r x (hidden + width). */
 static void test_lora_fused_qkv(void **state)
@@ -2102,6 +2144,7 @@ int main(void)
         cmocka_unit_test(test_final_softcap_by_loss_form),
         cmocka_unit_test(test_op_checkpointing),
         cmocka_unit_test(test_titan_cudnn_attention_recomputed_by_op_sac),
+        cmocka_unit_test(test_hf_mistral_repeat_kv_saved),
         cmocka_unit_test(test_optimizer_in_backward),
         cmocka_unit_test(test_paged_state),
         cmocka_unit_test(test_paged_state_gives_way_to_the_replay),
