@@ -748,8 +748,8 @@ struct gm_est_component {
      * without it: freed when the forward returns, before the loss's backward (a component of
      * the loss's moment). */
     bool forward_local;
-    /* The equal tensors 'bytes' is made of, each allocated on its own (0 or 1: one tensor;
-     * the step replay asks for 2 as two requests, any other count as one). */
+    /* The equal tensors 'bytes' is made of, each allocated on its own (0 or 1: one tensor);
+     * the step replay requests each. */
     unsigned tensors;
     char note[GM_EST_NOTE_MAX]; /* how it was computed, human-readable */
 };

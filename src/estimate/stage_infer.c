@@ -471,6 +471,7 @@ enum gm_status est_stage_infer(struct est_ctx *cx, struct gm_error *err)
                      err);
         if (st != GM_OK)
             return st;
+        est_set_tensors(e, (unsigned)copies); /* each copy its own tensor (stage_adapters.c) */
     }
     if (cx->quant && (st = quant_kernel_scratch(cx, w->batch * context, err)) != GM_OK)
         return st;

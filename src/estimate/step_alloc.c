@@ -102,8 +102,10 @@ struct plan {
     const struct gm_est_component *c;
     enum life life;
     enum profile prof;
-    bool ends;               /* units 0 (embedding) and L+1 (head) hold shares */
-    bool halves;             /* each tensor twice, half the size (two moments per parameter) */
+    bool ends; /* units 0 (embedding) and L+1 (head) hold shares */
+    /* equal tensors each piece is made of, each its own request (1: the piece itself; 2: an
+     * optimizer state's two moments per parameter; a component's gm_est_component.tensors) */
+    unsigned parts;
     enum moment first, last; /* LIFE_SPAN */
     int64_t stream;
     size_t n_units;              /* L + 2 */
@@ -493,24 +495,26 @@ static size_t n_pieces(const struct replay *r, const struct plan *p, size_t u)
     default:
         n = 1;
     }
-    return p->halves ? 2 * n : n;
+    return p->parts > 1 ? n * p->parts : n;
 }
 
 /* Bytes of piece j of unit u (the last piece takes what rounding leaves). */
 static uint64_t piece_bytes(const struct replay *r, const struct plan *p, size_t u, size_t j,
                             uint64_t ub)
 {
-    size_t n = n_pieces(r, p, u), k = p->halves ? j / 2 : j, nk = p->halves ? n / 2 : n;
+    size_t parts = p->parts > 1 ? p->parts : 1;
+    size_t n = n_pieces(r, p, u), k = j / parts, nk = n / parts;
     const double *w = NULL;
     double wsum = 0, before = 0;
     uint64_t lo, hi;
-    if (p->halves) {
-        /* two tensors of the same size per piece: the first floor(x/2), the second the rest */
+    if (parts > 1) {
+        /* 'parts' tensors of the same size per piece: floor(x / parts) each, the last the
+         * rest */
         uint64_t whole;
         struct plan q = *p;
-        q.halves = false;
+        q.parts = 1;
         whole = piece_bytes(r, &q, u, k, ub);
-        return (j % 2 == 0) ? whole / 2 : whole - whole / 2;
+        return j % parts + 1 < parts ? whole / parts : whole - (parts - 1) * (whole / parts);
     }
     if (p->prof == PROF_LOGITS) {
         /* the logits, then fp32 copies over all and over the shifted positions in turn; the
@@ -745,7 +749,7 @@ static void plan_component(const struct est_ctx *cx, struct plan *p)
     /* tensor shapes */
     p->prof = PROF_ONE;
     p->ends = false;
-    p->halves = false;
+    p->parts = 1;
     if (param_shaped(c->kind) && all_layers) {
         bool trainable = c->kind != GM_KIND_WEIGHTS && c->kind != GM_KIND_WEIGHT_COPIES;
         bool flat = fsdp && (c->kind == GM_KIND_WEIGHTS || c->kind == GM_KIND_MASTER_WEIGHTS ||
@@ -756,7 +760,8 @@ static void plan_component(const struct est_ctx *cx, struct plan *p)
             p->prof = flat ? PROF_ONE : PROF_PARAMS;
             p->ends = true;
         }
-        p->halves = c->kind == GM_KIND_OPTIMIZER_STATE; /* exp_avg and exp_avg_sq */
+        if (c->kind == GM_KIND_OPTIMIZER_STATE)
+            p->parts = 2; /* exp_avg and exp_avg_sq */
         if (p->life == LIFE_SAVED || p->life == LIFE_LOSS_LAYERS)
             p->ends = false; /* made layer by layer in forward */
     } else if (c->kind == GM_KIND_LOGITS) {
@@ -774,10 +779,10 @@ static void plan_component(const struct est_ctx *cx, struct plan *p)
                             (c->kind == GM_KIND_BACKWARD_TEMP && all_layers);
         p->prof = layer_inputs ? PROF_ONE : PROF_ACTS;
     }
-    /* a component of two equal tensors, each its own request (bitsandbytes' dequantised
-     * weights: est_set_tensors() in stage_adapters.c) */
-    if (p->prof == PROF_ONE && c->tensors == 2)
-        p->halves = true;
+    /* a component of equal tensors, each its own request (bitsandbytes' dequantised
+     * weights: est_set_tensors() in stage_adapters.c and stage_infer.c) */
+    if (p->prof == PROF_ONE && c->tensors >= 2 && c->tensors <= MAX_PIECES)
+        p->parts = c->tensors;
 }
 
 /* Layer shapes: the parameters and activation widths of one decoder layer, the shares of
@@ -963,7 +968,7 @@ static void fsdp1_wrap_unit(struct replay *r, struct plan *w, const size_t *unit
     size_t n = 0, inflight = 0;
     struct plan q = *w;
     q.prof = PROF_PARAMS;
-    q.halves = false;
+    q.parts = 1;
     for (size_t i = 0; i < n_units; i++) {
         uint64_t ub = gm_mul_sat(unit_bytes(r, w, units[i]), r->dp);
         size_t k = n_pieces(r, &q, units[i]);

@@ -148,6 +148,16 @@ static uint64_t component(const struct gm_estimate *e, const char *name)
     return UINT64_MAX;
 }
 
+/* The equal tensors a component is made of (gm_est_component.tensors), UINT64_MAX when the
+ * estimate has none of that name. */
+static uint64_t component_tensors(const struct gm_estimate *e, const char *name)
+{
+    for (size_t i = 0; i < e->n_components; i++)
+        if (strcmp(e->components[i].name, name) == 0)
+            return e->components[i].tensors;
+    return UINT64_MAX;
+}
+
 static void test_lora_estimate(void **state)
 {
     const struct gm_model *m = gm_model_catalog_find("Llama-2-7b-hf");
@@ -462,6 +472,10 @@ static void test_bnb_lightning(void **state)
      * lm_head, in fp16, then casts it */
     assert_int_equal(component(hf, "nf4_dequant_buffer"), mlp * 2);
     assert_int_equal(component(lit, "nf4_dequant_buffer"), head * 2 * 2);
+    /* each copy a tensor of its own (dequantize_4bit's output, then its cast), as in
+     * training (stage_adapters.c) */
+    assert_int_equal(component_tensors(hf, "nf4_dequant_buffer"), 1);
+    assert_int_equal(component_tensors(lit, "nf4_dequant_buffer"), 2);
     /* QLoRA training: the lm_head dequantised and cast (2 x 2 B) outweighs a layer's largest
      * linear beside its successor (3 x 2 B with the cast) */
     gm_estimate_free(hf);
@@ -476,6 +490,8 @@ static void test_bnb_lightning(void **state)
     assert_int_equal(gm_job_set(&j, "model-impl", "litgpt", &e), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &lit, &e), GM_OK);
     assert_int_equal(component(lit, "nf4_dequant_buffer"), head * 2 * 2);
+    assert_int_equal(component_tensors(hf, "nf4_dequant_buffer"), 2);
+    assert_int_equal(component_tensors(lit, "nf4_dequant_buffer"), 2);
     assert_true(lit->lora.base_weight_bytes < hf->lora.base_weight_bytes);
     /* fp16 compute (LitGPT's "16-true", finetune/lora.py 8641822; gpumem's nearest is
      * fp16-mixed): the state's fp16 is the compute dtype, no cast, one copy of the lm_head
@@ -502,6 +518,7 @@ static void test_bnb_lightning(void **state)
     assert_int_equal(gm_job_set(&j, "gpu", "T4", &e), GM_OK);
     assert_int_equal(gm_estimate_run(&j, &lit, &e), GM_OK);
     assert_int_equal(component(lit, "nf4_dequant_buffer"), head * 2);
+    assert_int_equal(component_tensors(lit, "nf4_dequant_buffer"), 1);
     gm_estimate_free(lit);
 }
 

@@ -1222,36 +1222,99 @@ static void test_segment_list(void **state)
     gm_est_segments_free(&l);
 }
 
+/* The requests of a component of equal tensors (est_run_requests()): runs of exactly 'k'
+ * requests of 'part' bytes in a row, nothing freed or allocated between them, each adding its
+ * bytes to what is live; and requests of 'whole' bytes (the component as one block). */
+struct part_runs {
+    uint64_t part, whole;
+    unsigned k, run;
+    size_t runs, wholes;
+    uint64_t live; /* bytes live after the run's last request */
+};
+
+static void part_run_end(struct part_runs *t)
+{
+    t->runs += t->run == t->k;
+    t->run = 0;
+}
+
+static void part_request(void *ctx, const struct est_replay_request *rq)
+{
+    struct part_runs *t = ctx;
+    if (rq->pass)
+        return;
+    t->wholes += rq->alloc && rq->bytes == t->whole;
+    if (!rq->alloc || rq->bytes != t->part || (t->run && rq->live != t->live + t->part)) {
+        part_run_end(t);
+        if (!rq->alloc || rq->bytes != t->part)
+            return;
+    }
+    t->run++;
+    t->live = rq->live;
+}
+
+/* The replay's requests for the job's QLoRA dequantisation buffer, a GATHERED component of
+ * 'tensors' equal tensors of 'part' bytes each. */
+static void dequant_buffer_runs(const char *model, const char *settings, unsigned tensors,
+                                uint64_t part, struct part_runs *t)
+{
+    struct gm_job j;
+    struct gm_error err;
+    uint64_t buffer = 0;
+    memset(t, 0, sizeof *t);
+    t->part = part;
+    t->whole = tensors * part;
+    t->k = tensors;
+    job_make(model, settings, &j);
+    if (est_run_requests(&j, &est, part_request, t, &err) != GM_OK)
+        fail_msg("%s %s: %s", model, settings, err.msg);
+    part_run_end(t);
+    for (size_t i = 0; i < est->n_components; i++)
+        if (est->components[i].kind == GM_KIND_GATHERED && est->components[i].tensors == tensors)
+            buffer = est->components[i].bytes;
+    assert_int_equal(buffer, t->whole);
+    assert_true(est->replay.used && !est->replay.oom);
+}
+
 /* bitsandbytes dequantises each 4-bit weight into a tensor of its own (dequantize_4bit's
  * torch.empty per call, bitsandbytes 0.43.3 functional.py; MatMul4Bit.backward, autograd/
  * _functions.py), so the QLoRA dequantisation buffer, the largest linear beside its
- * successor's, is two equal tensors: the replay asks for each on its own, never for their
- * sum in one block.  Checked on fms-acceleration's four-GPU QLoRA Liger run of Mistral-7B
- * (row 181 of its Liger table): as one block, every layer's backward made a segment of the
- * whole buffer, since the block the layer before freed holds FSDP1's kept input gradient. */
-static void test_dequant_buffer_two_tensors(void **state)
+ * successor's (and under Lightning's bf16 compute each one's cast from fp16: three), is
+ * equal tensors: the replay asks for each on its own, in a row, once in each layer's
+ * backward of each step it runs (steps_counted are not run), never for their sum in one block.
+ * Checked on fms-acceleration's four-GPU QLoRA Liger run of Mistral-7B (row 181 of its Liger
+ * table): as one block, every layer's backward made a segment of the whole buffer, since the block
+ * the layer before freed holds FSDP1's kept input gradient. */
+static void test_dequant_buffer_tensors(void **state)
 {
     struct gm_job j;
     struct gm_error err;
     struct gm_est_segments l;
-    uint64_t buffer = 0;
+    struct part_runs t;
+    static const char *const mistral =
+        "--train --batch 4 --seq 4096 --grad-checkpointing full --transformers-version 4.45.2 "
+        "--gpu A100-80GB --gpus 4 --fsdp --qlora --lora-rank 16 --lora-targets q,k,v,o "
+        "--lora-dropout 0.1 --adapter-dtype fp32 --no-fp32-upcast --loss fused-linear "
+        "--fused-kernels rms_norm,rope,lora";
     (void)state;
-    job_make("mistral-7b",
-             "--train --batch 4 --seq 4096 --grad-checkpointing full --transformers-version "
-             "4.45.2 --gpu A100-80GB --gpus 4 --fsdp --qlora --lora-rank 16 --lora-targets "
-             "q,k,v,o --lora-dropout 0.1 --adapter-dtype fp32 --no-fp32-upcast --loss "
-             "fused-linear --fused-kernels rms_norm,rope,lora",
-             &j);
+    /* two tensors: the largest linear (14336 x 4096) in bf16, twice */
+    dequant_buffer_runs("mistral-7b", mistral, 2, 14336ull * 4096 * 2, &t);
+    assert_int_equal(t.wholes, 0);
+    assert_int_equal(t.runs, 32 * (est->replay.steps - est->replay.steps_counted));
+    /* the symptom: no segment of the whole buffer */
+    job_make("mistral-7b", mistral, &j);
     assert_int_equal(gm_estimate_run_segments(&j, &est, &l, &err), GM_OK);
-    assert_true(est->replay.used && !est->replay.oom);
-    for (size_t i = 0; i < est->n_components; i++)
-        if (est->components[i].kind == GM_KIND_GATHERED && est->components[i].tensors == 2)
-            buffer = est->components[i].bytes;
-    /* the largest linear (14336 x 4096) in bf16, twice */
-    assert_int_equal(buffer, 2 * 14336ull * 4096 * 2);
     for (size_t i = 0; i < l.n; i++)
-        assert_int_not_equal(l.v[i].request, buffer);
+        assert_int_not_equal(l.v[i].request, t.whole);
     gm_est_segments_free(&l);
+
+    /* three tensors: Lightning's bf16 compute dequantises to fp16 and casts (est_bnb_dequant_
+     * copies() 2); Llama-2-70B's largest linear (28672 x 8192) is above 2/3 of its lm_head
+     * (32000 x 8192), so the buffer is that linear's two copies and its successor's */
+    dequant_buffer_runs("llama-2-70b", "--train --qlora --model-impl litgpt", 3,
+                        28672ull * 8192 * 2, &t);
+    assert_int_equal(t.wholes, 0);
+    assert_int_equal(t.runs, 80 * (est->replay.steps - est->replay.steps_counted));
 }
 
 /* Where the replay does not apply, peak reserved is the factor rule's. */
@@ -1584,7 +1647,7 @@ int main(void)
         cmocka_unit_test(test_where_it_does_not_apply),
         cmocka_unit_test(test_segment_trace),
         cmocka_unit_test(test_segment_list),
-        cmocka_unit_test(test_dequant_buffer_two_tensors),
+        cmocka_unit_test(test_dequant_buffer_tensors),
         cmocka_unit_test(test_model_upcast_loss_segments),
         cmocka_unit_test(test_loss_cache_block),
         cmocka_unit_test(test_loss_cache_block_foak_only),
