@@ -35,11 +35,12 @@ asan:
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST) -LE no-asan; \
 	  $(SKIPPED) junit.xml; exit $$rc
 
-# ThreadSanitizer on the commands that read files in threads: only the CLI is built.
+# ThreadSanitizer on the commands that read files in threads and on the unit tests of the
+# load's worker (tests/cmake/threads.cmake): only those are built.
 tsan:
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGM_TSAN=ON -DGM_WERROR=ON \
 	  -DCMAKE_C_COMPILER=$${CC:-cc}
-	cmake --build build-tsan -j $(JOBS) --target gpumem
+	cmake --build build-tsan -j $(JOBS) --target gpumem test_snapshot test_analysis
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --output-on-failure -L threads
 

@@ -7,6 +7,7 @@
 #include "snapshot_ranks.h"
 
 #include "gpumem/arena.h"
+#include "gpumem/device.h"
 #include "gpumem/text.h"
 #include "gpumem/units.h"
 
@@ -285,7 +286,7 @@ static void many_release(struct many *m)
  * started (0: the caller reads the files itself). */
 static size_t many_start(struct many *m, pthread_t *th, size_t max)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned cores = gm_cpus_usable(); /* as a single load's worker: the affinity */
     size_t n_th = cores > 0 ? (size_t)cores : 1, started = 0;
     if (n_th > m->n)
         n_th = m->n;

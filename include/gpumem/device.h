@@ -64,6 +64,14 @@ struct gm_host_info {
  * ("container", KUBERNETES_SERVICE_HOST).  Never fails: unknown fields stay empty. */
 void gm_host_probe(struct gm_host_info *h, gm_env_fn env);
 
+/* The machine's online CPUs (gm_host_info.n_cpus), 0 unknown. */
+unsigned gm_cpus_online(void);
+
+/* The CPUs this process may run on: its affinity mask on Linux (taskset, cgroup cpusets;
+ * CPU quotas such as `docker --cpus=1` with a full cpuset are not seen), else, or when the
+ * mask cannot be read, gm_cpus_online().  0 unknown. */
+unsigned gm_cpus_usable(void);
+
 /* The environment settings that change GPU memory behaviour, in a fixed order, NULL
  * terminated: CUDA_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF, PYTORCH_ALLOC_CONF,
  * CUDA_MODULE_LOADING, ... (static storage). */

@@ -457,10 +457,12 @@ struct gm_snapshot_opts {
      * the default limit the input is read again with its events, whose failure is told. */
     bool consume_events;
     /* Where the work done on the events while the file is read (the timeline's fold,
-     * 'consumer') runs: 0, on a second thread, beside the reading, when the process may
-     * run on two CPUs or more (its affinity) and the input is not small, else on the
-     * loading thread; 1, on the loading thread; 2 or more, on a second thread always.  The
-     * results are the same either way. */
+     * 'consumer') runs: 0 (auto), on one second thread, beside the reading, when there is a
+     * 'consumer' (the fold alone is too little work to gain from it), the process may run
+     * on two CPUs or more (its affinity: gm_cpus_usable(); a CPU quota such as
+     * `docker --cpus=1` is not seen) and the input is at least 8 MiB of pickle (inflated,
+     * for gzip), else on the loading thread; 1, on the loading thread; 2 or more, on one
+     * second thread always (never more than one).  The results are the same either way. */
     unsigned threads;
 };
 

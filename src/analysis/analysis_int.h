@@ -119,7 +119,8 @@ uint16_t ana_frame_flags(const struct gm_snapshot_frame *f);
 /* ORed flags of a stack; FR_BACKWARD also when the outermost Python frame is in
  * torch/autograd (a Python function called by the engine thread). Cached: a stack's first
  * ask computes them (ana_stack_flags_compute(), classify.c), every later one reads the
- * cache here without a call (the analysis asks once per allocation). */
+ * cache here without a call (the analysis asks once per allocation).  _compute() reads no
+ * cache: call it only through ana_stack_flags(). */
 uint16_t ana_stack_flags_compute(struct ana_classifier *c, uint32_t stack);
 static inline uint16_t ana_stack_flags(struct ana_classifier *c, uint32_t stack)
 {

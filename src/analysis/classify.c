@@ -322,11 +322,9 @@ void ana_classifier_release(struct ana_classifier *c)
 uint16_t ana_stack_flags_compute(struct ana_classifier *c, uint32_t stack)
 {
     const struct gm_snapshot *snap = c->snap;
+    /* (the cache is read by ana_stack_flags(), the only caller, before it calls this) */
     if (stack >= snap->n_stacks)
         return 0;
-    uint16_t cached = c->stack_flags[stack];
-    if (cached & FR_STACK_DONE)
-        return (uint16_t)(cached & ~FR_STACK_DONE);
     const struct gm_snapshot_stack *st = &snap->stacks[stack];
     uint16_t fl = 0;
     long outer_py = -1;

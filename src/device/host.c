@@ -118,7 +118,6 @@ void gm_host_probe(struct gm_host_info *h, gm_env_fn env)
 {
     struct utsname u;
     char mem[64];
-    long n;
 
     memset(h, 0, sizeof(*h));
     if (!file_field("/etc/os-release", "PRETTY_NAME", h->os, sizeof(h->os)))
@@ -128,8 +127,7 @@ void gm_host_probe(struct gm_host_info *h, gm_env_fn env)
                  u.machine);
     if (!file_field("/proc/cpuinfo", "model name", h->cpu, sizeof(h->cpu)))
         file_field("/proc/cpuinfo", "Model", h->cpu, sizeof(h->cpu)); /* aarch64 boards */
-    n = sysconf(_SC_NPROCESSORS_ONLN);
-    h->n_cpus = n > 0 ? (unsigned)n : 0;
+    h->n_cpus = gm_cpus_online();
     if (file_field("/proc/meminfo", "MemTotal", mem, sizeof(mem))) {
         char *end;
         unsigned long long kib;

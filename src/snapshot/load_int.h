@@ -246,7 +246,8 @@ struct stream {
     size_t room_end;                    /* w takes events up to this count without growing */
     void *consumer[SNAP_MAX_CONSUMERS]; /* per builder.consumers[]: its state, or NULL */
     struct snap_side side;              /* consume_events: the events kept aside (side.c) */
-    bool taken;                         /* its events moved to the snapshot (build()) */
+    bool abandoned; /* the loader's own: its consumers abandoned, no more jobs (pipe.c) */
+    bool taken;     /* its events moved to the snapshot (build()) */
 };
 
 #define FLAT_ACT_BITS 3
@@ -391,10 +392,14 @@ enum gm_status snap_read_annotations(struct builder *b, pk_val v);
  * snap_pipe_start() to snap_pipe_end(), in the same order on one worker thread. */
 struct snap_pipe;
 /* A worker for the load (b->pipe) when 'threads' (gm_snapshot_opts.threads) asks for one
- * or leaves it to the load, of 'len' bytes of pickle, and the process may use two CPUs or
- * more; none when there are no consumers, the allocation-failure hook is armed or the
- * thread cannot be made (the consumers then run inline). */
+ * or leaves it to the load, of 'len' bytes of pickle, with a consumer besides the fold, and
+ * the process may use two CPUs or more (snap_pipe_wanted()); none when there are no consumers, the
+ * allocation-failure hook is armed or the thread cannot be made (the consumers then run inline). */
 void snap_pipe_start(struct builder *b, unsigned threads, size_t len);
+/* The rule of snap_pipe_start(): whether a load of 'len' bytes of pickle with 'threads'
+ * (gm_snapshot_opts.threads) gets a worker, when its consumers include more than the
+ * timeline's fold ('beyond_fold') and the process may use 'cpus' CPUs. */
+bool snap_pipe_wanted(unsigned threads, size_t len, bool beyond_fold, unsigned cpus);
 /* Open the consumers of new stream 'str', device 'index' (stream.consumer[]). */
 void snap_pipe_open(struct builder *b, struct stream *str, uint32_t index);
 /* The committed batch str->prov_ev[0..prov) to every consumer of 'str' in order, and to

@@ -82,10 +82,13 @@ size_t snap_walk_batch(struct gm_snapshot_walk *w, const struct gm_snapshot_even
  * consumer that did not see the whole trace reads it from the snapshot after the load
  * instead, with the same per-event code, so no result depends on which path ran.  Every
  * call of a consumer (open() included) comes from pipe.c: on the loader's thread, or, for a
- * large file where the process may use two CPUs (gm_snapshot_opts.threads), in the same
- * order on one worker thread beside the reader; a consumer touches only its state, its
- * batch and the budget 'shared' (which only consumers and the kept-aside events charge),
- * never the loader's, so it needs no lock. */
+ * large file with a consumer besides the fold where the process may use two CPUs
+ * (gm_snapshot_opts.threads), in the same order on one worker thread beside the reader; a
+ * consumer touches only its state, its batch and the budget 'shared' (which only consumers
+ * and the kept-aside events charge), never the loader's, so it needs no lock.  open() may
+ * set its own members of 'pk' (.fold, .consumed, .consumed_ops), which the loader reads
+ * only after the load; it must not read the others (the loader writes them meanwhile) nor
+ * keep 'pk'. */
 struct gm_snapshot_packed;
 struct snap_consumer_ops {
     /* The consumer of device 'index''s trace, whose events go to packed trace 'pk', or NULL

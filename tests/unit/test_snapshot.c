@@ -1662,6 +1662,44 @@ static struct gm_snapshot *load_logged(const uint8_t *data, size_t len, unsigned
     return s;
 }
 
+/* A load of data[0..len) with 64 bytes of 0xff written over its middle (three quarters in),
+ * its consumers on the worker thread (threads 2, jobs in flight when the parse fails), fails
+ * exactly as the inline load (threads 1): same status, offset and message; 'must_fail': the
+ * damage is known to break the parse. */
+static void worker_fails_alike(const uint8_t *data, size_t len, bool must_fail)
+{
+    static struct call_log l;
+    struct gm_snapshot_consumer c = {&log_ops, &l};
+    struct gm_error err[2];
+    enum gm_status st[2];
+    uint8_t *bad = malloc(len);
+    size_t at = len / 4 * 3;
+    assert_non_null(bad);
+    assert_true(len > at + 64);
+    memcpy(bad, data, len);
+    memset(bad + at, 0xff, 64);
+    for (unsigned t = 0; t < 2; t++) {
+        struct gm_snapshot_opts o = {0};
+        struct gm_snapshot *s = NULL;
+        memset(&l, 0, sizeof(l));
+        memset(&err[t], 0, sizeof(err[t]));
+        l.loader = pthread_self();
+        o.consumer = &c;
+        o.threads = t + 1;
+        st[t] = gm_snapshot_load_mem(bad, len, &o, &s, &err[t]);
+        if (st[t] == GM_OK)
+            gm_snapshot_free(s);
+    }
+    assert_int_equal(st[0], st[1]);
+    assert_true(!must_fail || st[0] != GM_OK);
+    if (st[0] != GM_OK) {
+        assert_int_equal(err[0].code, err[1].code);
+        assert_true(err[0].offset == err[1].offset);
+        assert_string_equal(err[0].msg, err[1].msg);
+    }
+    free(bad);
+}
+
 /* A load of data[0..len) whose consumers run on the worker thread (threads 2) gives each
  * consumer the same calls in the same order with the same events as an inline load
  * (threads 1), all of them on the other thread, and the same snapshot (memory, timelines);
@@ -1712,6 +1750,23 @@ static void worker_agrees(const uint8_t *data, size_t len, bool abandoned)
     assert_true(thr.on_loader == inl.on_loader && thr.off_loader == 0);
 }
 
+/* The rule that decides when a load gets a worker (snap_pipe_wanted()).  Left to the load
+ * (threads 0) a large input gets one only with a consumer besides the timeline's fold and
+ * two usable CPUs: the fold alone stays inline, where it costs less (pipe.c). */
+static void test_worker_rule(void **state)
+{
+    const size_t big = (size_t)1 << 30, small = ((size_t)8 << 20) - 1;
+    (void)state;
+    assert_false(snap_pipe_wanted(0, big, false, 16));  /* the fold alone: inline */
+    assert_true(snap_pipe_wanted(0, big, true, 2));     /* and a first pass: a worker */
+    assert_false(snap_pipe_wanted(0, big, true, 1));    /* one CPU */
+    assert_false(snap_pipe_wanted(0, small, true, 16)); /* under 8 MiB */
+    assert_true(snap_pipe_wanted(0, small + 1, true, 2));
+    assert_false(snap_pipe_wanted(1, big, true, 16)); /* asked inline */
+    assert_true(snap_pipe_wanted(2, 1, false, 1));    /* asked for, whatever the rest */
+    assert_true(snap_pipe_wanted(3, 1, false, 0));
+}
+
 /* the same on a trace of one long batch (the consumers abandoned mid-trace) and of short ones */
 static void test_consumers_on_a_worker(void **state)
 {
@@ -1719,9 +1774,11 @@ static void test_consumers_on_a_worker(void **state)
     uint8_t *data = write_one_batch(6000, SIZE_MAX, &len);
     (void)state;
     worker_agrees(data, len, true);
+    worker_fails_alike(data, len, true);
     free(data);
     data = write_one_batch(3000, SIZE_MAX, &len);
     worker_agrees(data, len, false);
+    worker_fails_alike(data, len, true);
     free(data);
 }
 
@@ -1737,6 +1794,7 @@ static void test_consumers_on_a_worker_real_files(void **state)
         uint8_t *data = read_real(names[f], &len);
         assert_non_null(data);
         worker_agrees(data, len, false);
+        worker_fails_alike(data, len, false);
         free(data);
     }
 }
@@ -1910,6 +1968,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_side_records),
     cmocka_unit_test(test_consume_long_batch),
     cmocka_unit_test(test_consumers_on_a_worker),
+    cmocka_unit_test(test_worker_rule),
     cmocka_unit_test(test_user_frames),
     cmocka_unit_test(test_stack_view),
     cmocka_unit_test(test_spool_bound),
