@@ -2896,20 +2896,29 @@ static void test_first_pass_while_loading_equals_the_walk(void **state)
     }
 }
 
-static void first_pass_agrees_file(const char *path)
+/* The whole file at 'path', malloc()ed, its size in *n. */
+static char *file_bytes(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
     char *buf;
-    long n;
+    long len;
     assert_non_null(f);
     assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    n = ftell(f);
-    assert_true(n >= 0);
+    len = ftell(f);
+    assert_true(len >= 0);
     rewind(f);
-    assert_non_null(buf = malloc((size_t)n + 1));
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    assert_non_null(buf = malloc((size_t)len + 1));
+    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
     fclose(f);
-    first_pass_agrees(buf, (size_t)n, path, -1);
+    *n = (size_t)len;
+    return buf;
+}
+
+static void first_pass_agrees_file(const char *path)
+{
+    size_t n;
+    char *buf = file_bytes(path, &n);
+    first_pass_agrees(buf, n, path, -1);
     free(buf);
 }
 
@@ -2968,18 +2977,9 @@ static void threads_agree(const char *buf, size_t len, const char *name)
 
 static void threads_agree_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    long n;
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    n = ftell(f);
-    assert_true(n >= 0);
-    rewind(f);
-    assert_non_null(buf = malloc((size_t)n + 1));
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    threads_agree(buf, (size_t)n, path);
+    size_t n;
+    char *buf = file_bytes(path, &n);
+    threads_agree(buf, n, path);
     free(buf);
 }
 
